@@ -1,0 +1,22 @@
+# Two commands for a new user: `make run` (set up, then the main job) and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test clean
+
+$(STAMP): setup.py constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m arena_tf.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q -n 2 tests
+
+clean:
+	rm -rf $(VENV) runs

@@ -1,0 +1,35 @@
+"""Attention mechanisms of Long Range Arena, one file each, behind one registry.
+
+    import arena_tf.layers as layers
+    layers.available()                         # ['bigbird', 'full', ...]
+    attention = layers.get("performer", num_heads=4, head_dim=32, num_features=256)
+    y = attention(x, mask=mask, training=False)
+"""
+
+import importlib
+
+from arena_tf.layers.base import Attention
+from arena_tf.layers.registry import available, get, lookup, register
+
+MECHANISMS = (
+    "full",
+    "local",
+    "linear",
+    "performer",
+    "linformer",
+    "synthesizer",
+    "sparse",
+    "longformer",
+    "bigbird",
+    "sinkhorn",
+    "reformer",
+)
+
+for _module in MECHANISMS:
+    try:
+        importlib.import_module(f"arena_tf.layers.{_module}")
+    except ModuleNotFoundError as error:  # a mechanism not written yet
+        if error.name != f"arena_tf.layers.{_module}":
+            raise
+
+__all__ = ["Attention", "available", "get", "lookup", "register"]

@@ -1,0 +1,36 @@
+"""arena_tf: Long Range Arena's efficient Transformers for TensorFlow / Keras 3."""
+
+from setuptools import find_packages, setup
+
+# Ranges known to work together (checked in fresh virtualenvs; exact versions in constraints.txt).
+CORE = [
+    "tensorflow>=2.20,<2.21",
+    "keras>=3.10,<4",
+    "tensorflow-datasets>=4.9,<5",
+    "tensorboard>=2.20,<2.21",
+    "onnx>=1.17,<2",
+    "tf2onnx>=1.17,<2",
+    "onnxconverter-common>=1.16,<2",
+    "onnxruntime>=1.20,<2",
+    "numpy>=1.26,<3",
+    "pyyaml>=6,<7",
+    "pillow>=10",
+]
+
+EXTRAS = {
+    # onnxruntime-gpu *replaces* onnxruntime: uninstall onnxruntime first (see README).
+    "gpu": ["tensorflow[and-cuda]>=2.20,<2.21", "onnxruntime-gpu>=1.20,<2"],
+    # The TF Model Garden's attention layers, measured side by side with ours.
+    "peers": ["tf-models-official>=2.20,<2.21"],
+    "dev": ["pytest>=8", "pytest-xdist>=3"],
+}
+
+setup(
+    name="arena_tf",
+    version="0.1.0",
+    description="Efficient Transformers of Long Range Arena in TensorFlow / Keras 3",
+    packages=find_packages(include=["arena_tf", "arena_tf.*", "export", "serving"]),
+    python_requires=">=3.10",
+    install_requires=CORE,
+    extras_require=EXTRAS,
+)

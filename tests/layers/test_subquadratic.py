@@ -5,6 +5,7 @@ machine has, so a mechanism that builds one fails here. Each runs in its own pro
 is its own.
 """
 
+import json
 import subprocess
 import sys
 
@@ -16,10 +17,14 @@ LENGTH = 131_072
 
 SUBQUADRATIC = [name for name in layers.available() if not layers.lookup(name).quadratic]
 
+# Parameters at this length where the default would not be the mechanism's usual regime:
+# sparse uses Child et al.'s block of about sqrt(L), which makes it O(L^1.5).
+LONG_PARAMS = {"sparse": {"block_size": 512, "summary_size": 8}}
+
 SCRIPT = """
-import sys, numpy as np, arena_tf.layers as layers
-name, length = sys.argv[1], int(sys.argv[2])
-layer = layers.get(name, num_heads=1, head_dim=32, max_len=length)
+import json, sys, numpy as np, arena_tf.layers as layers
+name, length, params = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+layer = layers.get(name, num_heads=1, head_dim=32, max_len=length, **params)
 x = np.random.default_rng(0).normal(size=(1, length, 32)).astype("float32")
 mask = np.ones((1, length), bool)
 mask[0, -1000:] = False
@@ -33,7 +38,7 @@ print("ok", y.shape)
 @pytest.mark.parametrize("name", SUBQUADRATIC)
 def test_forward_pass_at_length_131072(name):
     result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, name, str(LENGTH)],
+        [sys.executable, "-c", SCRIPT, name, str(LENGTH), json.dumps(LONG_PARAMS.get(name, {}))],
         capture_output=True,
         text=True,
         timeout=600,

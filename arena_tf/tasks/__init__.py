@@ -1,0 +1,49 @@
+"""The six LRA tasks, one file each, behind one registry.
+
+    import arena_tf.tasks as tasks
+    tasks.available()          # ['image', 'listops', 'pathfinder', 'pathx', 'retrieval', 'text']
+    task = tasks.get("listops", data_dir="data/")
+"""
+
+import importlib
+
+from arena_tf.tasks.base import SPLITS, DataNotFoundError, Task
+
+_REGISTRY = {}
+
+TASKS = ("listops", "text", "retrieval", "image", "pathfinder", "pathx")
+
+
+def register(cls):
+    """Class decorator: make a Task available under its `name`."""
+    if cls.name in _REGISTRY:
+        raise ValueError(f"task {cls.name!r} is registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def available():
+    """Sorted names of the registered tasks."""
+    return sorted(_REGISTRY)
+
+
+def lookup(name):
+    """The Task class registered under `name`; a ValueError listing the names otherwise."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown task {name!r}; expected one of {', '.join(available())}")
+    return _REGISTRY[name]
+
+
+def get(name, **kwargs):
+    """An instance of task `name` (kwargs: data_dir, max_len, seed)."""
+    return lookup(name)(**kwargs)
+
+
+for _module in TASKS:
+    try:
+        importlib.import_module(f"arena_tf.tasks.{_module}")
+    except ModuleNotFoundError as error:  # a task not written yet
+        if error.name != f"arena_tf.tasks.{_module}":
+            raise
+
+__all__ = ["SPLITS", "DataNotFoundError", "Task", "available", "get", "lookup", "register"]

@@ -25,6 +25,8 @@ class Attention(keras.layers.Layer):
         use_bias: whether the projections have biases.
     """
 
+    # The paper the mechanism comes from, as "Authors (year), Title", for docs and the catalogue.
+    paper = ""
     # Quadratic in length by definition (full, synthesizer); every other mechanism must not be.
     quadratic = False
     # Cost of one head over a length-L sequence of head width d, for docs and the README catalogue.

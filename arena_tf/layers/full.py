@@ -17,6 +17,7 @@ from arena_tf.layers.registry import register
 class FullAttention(Attention):
     """softmax(q k^T / sqrt(d)) v over every real key."""
 
+    paper = "Vaswani et al. (2017), Attention Is All You Need"
     quadratic = True
     complexity = "O(L^2 d)"
 

@@ -48,7 +48,7 @@ def accepted_params(cls):
     return names
 
 
-def get(name, num_heads, head_dim, **params):
+def get(name, /, num_heads, head_dim, **params):
     """Build the attention layer `name`; unknown parameters raise a ValueError listing the accepted."""
     cls = lookup(name)
     accepted = accepted_params(cls)

@@ -1,0 +1,172 @@
+"""The LRA Transformer encoder: embeddings, pre-LayerNorm blocks, final LayerNorm, pooling.
+
+Block: x + Attention(LN(x)), then x + MLP(LN(x)) with MLP = Dense(mlp) -> GELU -> Dense(emb).
+The attention comes from the registry (`arena_tf.layers.get`), so every mechanism plugs in here.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+import arena_tf.layers as attention_layers
+from arena_tf.config import ModelConfig
+
+SERIALIZABLE = keras.saving.register_keras_serializable(package="arena_tf")
+
+
+def gelu(x):
+    """Exact GELU written with erf: Keras's built-in becomes an `Erfc` node that ONNX lacks."""
+    return 0.5 * x * (1.0 + ops.erf(x / math.sqrt(2.0)))
+
+
+@SERIALIZABLE
+class PositionEmbedding(keras.layers.Layer):
+    """Adds sinusoidal (Vaswani et al.) or learned position embeddings to [batch, length, width]."""
+
+    def __init__(self, max_len, kind="sinusoidal", **kwargs):
+        super().__init__(**kwargs)
+        self.max_len = max_len
+        self.kind = kind
+
+    def build(self, input_shape):
+        if self.kind == "learned":
+            self.table = self.add_weight(
+                name="table",
+                shape=(self.max_len, input_shape[-1]),
+                initializer=keras.initializers.RandomNormal(stddev=0.02),
+            )
+
+    def call(self, x):
+        length, width = ops.shape(x)[1], x.shape[-1]
+        if self.kind == "learned":
+            return x + ops.cast(self.table[:length], x.dtype)[None]
+        positions = ops.cast(ops.arange(length), "float32")[:, None]
+        rates = ops.exp(ops.arange(0, width, 2, dtype="float32") * (-math.log(10000.0) / width))
+        angles = positions * rates[None, :]
+        table = ops.reshape(ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1), (length, -1))
+        return x + ops.cast(table[:, :width], x.dtype)[None]
+
+    def get_config(self):
+        return {**super().get_config(), "max_len": self.max_len, "kind": self.kind}
+
+
+@SERIALIZABLE
+class TransformerBlock(keras.layers.Layer):
+    """Pre-LayerNorm Transformer block around any registered attention mechanism."""
+
+    def __init__(self, attention, attention_params, num_heads, head_dim, mlp_dim, dropout,
+                 attention_dropout, max_len, seed=0, **kwargs):
+        super().__init__(**kwargs)
+        self.attention_name = attention
+        self.attention_params = dict(attention_params)
+        self.num_heads, self.head_dim, self.mlp_dim = num_heads, head_dim, mlp_dim
+        self.dropout_rate, self.attention_dropout, self.max_len = dropout, attention_dropout, max_len
+        self.seed = seed
+        self.attention = attention_layers.get(
+            attention, num_heads=num_heads, head_dim=head_dim, max_len=max_len,
+            attention_dropout=attention_dropout, seed=seed, name="attention", **attention_params,
+        )
+        self.attention_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="attention_norm")
+        self.mlp_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="mlp_norm")
+        self.dropout = keras.layers.Dropout(dropout, seed=seed)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        width = input_shape[-1]
+        self.attention_norm.build(input_shape)
+        self.attention.build(input_shape)
+        self.mlp_norm.build(input_shape)
+        self.mlp_in = keras.layers.Dense(self.mlp_dim, name="mlp_in")
+        self.mlp_in.build(input_shape)
+        self.mlp_out = keras.layers.Dense(width, name="mlp_out")
+        self.mlp_out.build(tuple(input_shape[:-1]) + (self.mlp_dim,))
+
+    def call(self, x, mask, training=False):
+        attended = self.attention(self.attention_norm(x), mask=mask, training=training)
+        x = x + self.dropout(attended, training=training)
+        hidden = self.dropout(gelu(self.mlp_in(self.mlp_norm(x))), training=training)
+        return x + self.dropout(self.mlp_out(hidden), training=training)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "attention": self.attention_name,
+            "attention_params": self.attention_params,
+            "num_heads": self.num_heads,
+            "head_dim": self.head_dim,
+            "mlp_dim": self.mlp_dim,
+            "dropout": self.dropout_rate,
+            "attention_dropout": self.attention_dropout,
+            "max_len": self.max_len,
+            "seed": self.seed,
+        }
+
+
+@SERIALIZABLE
+class Encoder(keras.layers.Layer):
+    """Tokens int [batch, length] -> pooled features [batch, emb_dim], as configured by ModelConfig.
+
+    Token ids equal to `padding_id` are masked everywhere (attention and mean pooling). With CLS
+    pooling a learned CLS vector is prepended (as in the LRA code) and read out after the blocks.
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config if isinstance(config, ModelConfig) else ModelConfig(**config)
+        c = self.config
+        self.token_embedding = keras.layers.Embedding(
+            c.vocab_size, c.emb_dim, embeddings_initializer=keras.initializers.RandomNormal(stddev=1.0),
+            name="token_embedding",
+        )
+        self.position_embedding = PositionEmbedding(c.encoder_len, c.position_embedding,
+                                                    name="position_embedding")
+        self.dropout = keras.layers.Dropout(c.dropout, seed=c.seed)
+        self.blocks = [
+            TransformerBlock(
+                c.attention, c.attention_params, c.num_heads, c.head_dim, c.mlp_dim, c.dropout,
+                c.attention_dropout, c.encoder_len, seed=c.seed + i, name=f"block_{i}",
+            )
+            for i in range(c.num_layers)
+        ]
+        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="final_norm")
+
+    def build(self, input_shape):
+        c = self.config
+        embedded = tuple(input_shape) + (c.emb_dim,)
+        self.token_embedding.build(input_shape)
+        if c.pooling == "cls":
+            self.cls = self.add_weight(name="cls", shape=(1, 1, c.emb_dim), initializer="zeros")
+        self.position_embedding.build(embedded)
+        for block in self.blocks:
+            block.build(embedded)
+        self.final_norm.build(embedded)
+
+    def call(self, tokens, training=False):
+        c = self.config
+        tokens = ops.cast(tokens, "int32")
+        if len(tokens.shape) == 2 and tokens.shape[1] is not None and tokens.shape[1] > c.max_len:
+            raise ValueError(
+                f"input length {tokens.shape[1]} exceeds max_len={c.max_len}; truncate the input "
+                "or raise max_len in the config"
+            )
+        mask = ops.ones_like(tokens, dtype="bool") if c.padding_id is None else tokens != c.padding_id
+        x = self.token_embedding(tokens)
+        if c.pooling == "cls":
+            batch = ops.shape(x)[0]
+            x = ops.concatenate([ops.broadcast_to(ops.cast(self.cls, x.dtype), (batch, 1, c.emb_dim)), x], 1)
+            mask = ops.concatenate([ops.ones((batch, 1), dtype="bool"), mask], axis=1)
+        x = self.dropout(self.position_embedding(x), training=training)
+        for block in self.blocks:
+            x = block(x, mask=mask, training=training)
+        x = self.final_norm(x)
+        if c.pooling == "cls":
+            return x[:, 0]
+        weights = ops.cast(mask, x.dtype)[:, :, None]
+        return ops.sum(x * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.config.emb_dim)
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict()}

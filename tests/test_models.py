@@ -1,0 +1,95 @@
+"""build_classifier: one input or two towers, save/load, padding, and clear config errors."""
+
+import numpy as np
+import pytest
+
+import keras
+
+from arena_tf.config import ConfigError, ModelConfig
+from arena_tf.models import build_classifier, count_parameters
+
+
+def tiny(**overrides):
+    base = dict(num_layers=1, num_heads=2, emb_dim=16, qkv_dim=16, mlp_dim=32, max_len=20,
+                vocab_size=30, num_classes=3, dropout=0.0, attention_dropout=0.0)
+    return ModelConfig(**{**base, **overrides})
+
+
+def tokens(batch=3, length=20, seed=0):
+    return np.random.default_rng(seed).integers(1, 30, size=(batch, length)).astype("int32")
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+@pytest.mark.parametrize("position", ["sinusoidal", "learned"])
+def test_one_input_classifier_gives_logits_and_ignores_appended_padding(pooling, position):
+    model = build_classifier(tiny(pooling=pooling, position_embedding=position))
+    x = tokens()
+    x[:, 12:] = 0
+    np.testing.assert_allclose(model(x), model(x[:, :12]), atol=1e-5)
+    assert model(x).shape == (3, 3)
+
+
+def test_two_tower_shares_one_encoder_and_is_symmetric_in_shape():
+    model = build_classifier(tiny(two_tower=True, num_classes=2))
+    assert [i.name for i in model.inputs] == ["tokens_1", "tokens_2"]
+    assert len([l for l in model.layers if l.name == "encoder"]) == 1
+    assert model([tokens(), tokens(seed=1)]).shape == (3, 2)
+
+
+def test_two_tower_head_sees_both_inputs():
+    model = build_classifier(tiny(two_tower=True, num_classes=2))
+    a, b = tokens(), tokens(seed=1)
+    assert not np.allclose(model([a, b]), model([a, a]))
+
+
+@pytest.mark.parametrize("two_tower", [False, True])
+def test_keras_save_and_load_gives_identical_logits(two_tower, tmp_path):
+    model = build_classifier(tiny(two_tower=two_tower, num_classes=2))
+    inputs = [tokens(), tokens(seed=1)] if two_tower else tokens()
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_array_equal(model.predict(inputs, verbose=0), loaded.predict(inputs, verbose=0))
+
+
+def test_pixels_without_padding_id_treat_zero_as_a_real_token():
+    model = build_classifier(tiny(padding_id=None, vocab_size=256, pooling="mean"))
+    x = tokens()
+    zeroed = x.copy()
+    zeroed[:, 12:] = 0
+    assert not np.allclose(model(x), model(zeroed))
+    assert not np.allclose(model(zeroed), model(zeroed[:, :12]))
+
+
+def test_parameter_count_matches_keras():
+    model = build_classifier(tiny())
+    assert count_parameters(model) == model.count_params() > 0
+
+
+def test_input_longer_than_max_len_is_one_clear_error():
+    with pytest.raises(ValueError, match="input length 25 exceeds max_len=20"):
+        build_classifier(tiny())(tokens(length=25))
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(qkv_dim=18, num_heads=4), "qkv_dim=18 is not divisible by num_heads=4"),
+        (dict(num_heads="2"), "num_heads='2' has the wrong type"),
+        (dict(pooling="max"), "pooling='max' is invalid; expected one of cls, mean"),
+        (dict(dropout=1.5), r"dropout=1.5 is invalid; expected in \[0, 1\)"),
+        (dict(padding_id=99), "padding_id=99 is outside the vocabulary"),
+    ],
+)
+def test_bad_config_is_one_clear_error(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        tiny(**overrides)
+
+
+def test_unknown_attention_lists_the_mechanisms():
+    with pytest.raises(ValueError, match="unknown attention mechanism 'fast'.*full"):
+        build_classifier(tiny(attention="fast"))
+
+
+def test_unknown_attention_parameter_is_one_clear_error():
+    with pytest.raises(ValueError, match="unknown parameter.*window.*for attention 'full'"):
+        build_classifier(tiny(attention_params={"window": 3}))

@@ -1,12 +1,23 @@
-"""Configuration dataclasses; every field is validated, so a bad value fails at once with its name.
+"""Configuration: validated dataclasses, merged from YAML files and `--set key=value` overrides.
 
     config = ModelConfig(attention="linformer", attention_params={"projected_length": 32},
                          num_layers=2, num_heads=4, emb_dim=64, qkv_dim=64, mlp_dim=128,
                          max_len=1024, vocab_size=257, num_classes=2)
+    experiment = load_experiment("image", "linformer", overrides=["train.batch_size=64"])
+
+Every field is checked, so an unknown key, a wrong type or an impossible value fails at once with
+the key and the file it came from.
 """
 
+import copy
 import dataclasses
+import pathlib
+import re
 from typing import Optional
+
+import yaml
+
+CONFIGS_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs"
 
 POOLINGS = ("cls", "mean")
 POSITION_EMBEDDINGS = ("sinusoidal", "learned")
@@ -89,6 +100,8 @@ _ACCEPTED = {
     bool: (bool,),
     dict: (dict,),
     Optional[int]: (int, type(None)),
+    Optional[float]: (int, float, type(None)),
+    Optional[str]: (str, type(None)),
 }
 
 
@@ -100,3 +113,172 @@ def check_types(config):
         if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
             expected = " or ".join(t.__name__ for t in accepted)
             raise ConfigError(f"{field.name}={value!r} has the wrong type; expected {expected}")
+
+
+SCHEDULES = ("rsqrt", "cosine", "constant")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskConfig:
+    """Which task, where its data is, and task constructor parameters (e.g. generated set sizes)."""
+
+    name: str = "listops"
+    data_dir: Optional[str] = None
+    max_len: Optional[int] = None
+    params: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        check_types(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Optimiser, schedule and loop settings (LRA: AdamW b1 0.9, b2 0.98, eps 1e-9)."""
+
+    batch_size: int = 32
+    learning_rate: float = 0.05
+    schedule: str = "rsqrt"
+    warmup_steps: int = 1000
+    num_train_steps: int = 5000
+    weight_decay: float = 0.1
+    grad_clip: Optional[float] = None
+    eval_every: int = 500
+    eval_batches: Optional[int] = None
+    checkpoint_every: int = 500
+    keep_checkpoints: int = 3
+    log_every: int = 50
+    precision: str = "float32"
+    seed: int = 0
+
+    def __post_init__(self):
+        check_types(self)
+        for name in ("batch_size", "num_train_steps", "eval_every", "checkpoint_every",
+                     "keep_checkpoints", "log_every"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"train.{name}={getattr(self, name)} is invalid; expected >= 1")
+        if self.learning_rate <= 0 or self.weight_decay < 0 or self.warmup_steps < 0:
+            raise ConfigError("train.learning_rate must be > 0, weight_decay and warmup_steps >= 0")
+        for name, choices in (("schedule", SCHEDULES), ("precision", PRECISIONS)):
+            if getattr(self, name) not in choices:
+                raise ConfigError(
+                    f"train.{name}={getattr(self, name)!r} is invalid; expected one of "
+                    f"{', '.join(choices)}"
+                )
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentConfig:
+    task: TaskConfig
+    model: ModelConfig
+    train: TrainConfig
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    def to_yaml(self):
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+
+SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig}
+
+
+def read_yaml(path):
+    """A YAML mapping of sections; a clear error naming the file otherwise."""
+    try:
+        data = yaml.safe_load(pathlib.Path(path).read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections {', '.join(SECTIONS)}")
+    return data
+
+
+def merge_into(raw, layer, source):
+    """Merge one {section: {key: value}} layer into raw, checking sections and keys."""
+    for section, values in layer.items():
+        if section not in SECTIONS:
+            raise ConfigError(
+                f"{source}: unknown section {section!r}; expected one of {', '.join(SECTIONS)}"
+            )
+        known = {f.name for f in dataclasses.fields(SECTIONS[section])}
+        for key, value in (values or {}).items():
+            if key not in known:
+                raise ConfigError(
+                    f"{source}: unknown key {section}.{key}; expected one of "
+                    f"{', '.join(sorted(known))}"
+                )
+            target = raw.setdefault(section, {})
+            if isinstance(value, dict) and isinstance(target.get(key), dict):
+                target[key] = {**target[key], **copy.deepcopy(value)}  # dict fields merge
+            else:
+                target[key] = copy.deepcopy(value)
+            raw.setdefault("_sources", {})[f"{section}.{key}"] = str(source)
+
+
+def parse_override(text):
+    """'train.batch_size=8' -> {'train': {'batch_size': 8}}; values are parsed as YAML, and a third
+    level reaches into dict fields: 'model.attention_params.kernel=relu'."""
+    key, sep, value = text.partition("=")
+    path = key.strip().split(".")
+    if not sep or not 2 <= len(path) <= 3 or not all(path):
+        raise ConfigError(
+            f"--set {text!r} is invalid; expected section.key=value, e.g. train.batch_size=8"
+        )
+    nested = yaml.safe_load(value)
+    for name in reversed(path[1:]):
+        nested = {name: nested}
+    return {path[0]: nested}
+
+
+def build_section(section, values, sources):
+    """Instantiate one section's dataclass, naming the file of a bad value in the error."""
+    try:
+        return SECTIONS[section](**values)
+    except ConfigError as error:
+        field = re.match(r"(?:\w+\.)?(\w+)=", str(error))
+        source = sources.get(f"{section}.{field.group(1)}") if field else None
+        raise ConfigError(f"{source or section}: {error}") from None
+
+
+def config_layers(task, model, preset=None, configs_dir=CONFIGS_DIR):
+    """The YAML files that make an experiment, in merge order (missing optional ones skipped)."""
+    configs_dir = pathlib.Path(configs_dir)
+    required = [configs_dir / "tasks" / f"{task}.yaml", configs_dir / "models" / f"{model}.yaml"]
+    for path, kind, folder in ((required[0], "task", "tasks"), (required[1], "model", "models")):
+        if not path.exists():
+            names = sorted(p.stem for p in (configs_dir / folder).glob("*.yaml") if "." not in p.stem)
+            raise ConfigError(
+                f"unknown {kind} {path.stem!r}: no {path}; expected one of {', '.join(names)}"
+            )
+    layers = list(required)
+    per_model = configs_dir / "tasks" / f"{task}.models.yaml"
+    if per_model.exists():
+        layers.append((per_model, model))
+    if preset is not None:
+        path = configs_dir / "presets" / f"{preset}.yaml"
+        if not path.exists():
+            names = sorted(p.stem for p in (configs_dir / "presets").glob("*.yaml"))
+            raise ConfigError(f"unknown preset {preset!r}; expected one of {', '.join(names)}")
+        layers.append(path)
+    return layers
+
+
+def load_experiment(task, model, overrides=(), preset=None, derived=None, configs_dir=CONFIGS_DIR):
+    """Merge task YAML, model YAML, per-task model overrides, preset and --set into one config.
+
+    `derived` holds model fields the task decides (vocab_size, num_classes, padding_id, two_tower,
+    max_len); they are applied last, after the YAML, and cannot be set in YAML.
+    """
+    raw = {"task": {"name": task}, "model": {"attention": model}}
+    for layer in config_layers(task, model, preset, configs_dir):
+        if isinstance(layer, tuple):
+            path, key = layer
+            merge_into(raw, read_yaml(path).get(key, {}), f"{path} [{key}]")
+        else:
+            merge_into(raw, read_yaml(layer), layer)
+    for text in overrides:
+        merge_into(raw, parse_override(text), f"--set {text}")
+    sources = raw.pop("_sources", {})
+    raw["model"].update(derived or {})
+    return ExperimentConfig(**{s: build_section(s, raw.get(s, {}), sources) for s in SECTIONS})

@@ -76,14 +76,15 @@ class Attention(keras.layers.Layer):
 
     def call(self, inputs, mask=None, training=False):
         mask = self._checked_mask(inputs, mask)
+        batch = ops.shape(inputs)[0]
         q, k, v = (
-            self._split_heads(getattr(self, f"{name}_dense")(inputs))
+            self._split_heads(getattr(self, f"{name}_dense")(inputs), batch)
             if name in self.projections
             else None
             for name in ("query", "key", "value")
         )
         attended = self.attend(q, k, v, mask, training=training)
-        return self.output_dense(self._merge_heads(attended))
+        return self.output_dense(self._merge_heads(attended, batch))
 
     def attend(self, q, k, v, mask, training=False):
         """Attended values [batch, heads, length, head_dim] from q, k, v and the padding mask."""
@@ -123,15 +124,15 @@ class Attention(keras.layers.Layer):
             )
         return ops.cast(mask, "bool")
 
-    def _split_heads(self, x):
-        shape = ops.shape(x)
-        x = ops.reshape(x, (shape[0], shape[1], self.num_heads, self.head_dim))
+    # Sizes come from the layer's input: after tf2onnx, the shape of a Dense output can read as
+    # [batch * length, inner].
+    def _split_heads(self, x, batch):
+        x = ops.reshape(x, (batch, -1, self.num_heads, self.head_dim))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def _merge_heads(self, x):
+    def _merge_heads(self, x, batch):
         x = ops.transpose(x, (0, 2, 1, 3))
-        shape = ops.shape(x)
-        return ops.reshape(x, (shape[0], shape[1], self.num_heads * self.head_dim))
+        return ops.reshape(x, (batch, -1, self.num_heads * self.head_dim))
 
     def get_config(self):
         config = super().get_config()

@@ -29,7 +29,8 @@ def pad_to_multiple(x, multiple, axis, value=0):
     """Pad x at the end of `axis` to a multiple of `multiple` (works for dynamic lengths)."""
     length = ops.shape(x)[axis]
     widths = [[0, 0] for _ in range(len(x.shape))]
-    widths[axis] = [0, (-length) % multiple]
+    # (m - L % m) % m, not (-L) % m: the exported graph's modulo may truncate towards zero.
+    widths[axis] = [0, (multiple - length % multiple) % multiple]
     return ops.pad(x, widths, constant_values=value)
 
 

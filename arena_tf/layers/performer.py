@@ -1,0 +1,157 @@
+"""Performer attention (Choromanski et al., 2021, "Rethinking Attention with Performers"), FAVOR+.
+
+Softmax attention is approximated with positive orthogonal random features: with x scaled by
+d^-1/4 (so that q.k becomes q.k / sqrt(d)) and w_1..w_m random directions,
+
+    phi(x) = exp(w_i . x - |x|^2 / 2) / sqrt(m),    E[phi(q) . phi(k)] = exp(q . k / sqrt(d)),
+
+and the attended value of query i is phi(q_i) (sum_j phi(k_j)^T v_j) / (phi(q_i) . sum_j phi(k_j)),
+linear in length (no length x length matrix). The features are orthogonal within blocks of d (QR of
+Gaussian matrices) and each has the length of a Gaussian vector (chi distribution with d degrees of
+freedom), as in the paper. They are drawn once with NumPy from the layer's seed into a
+non-trainable weight `features` of shape [head_dim, num_features], so inference is deterministic
+and the exported graph holds no random op.
+
+Numerical stabiliser: each query's features are divided by exp(its largest exponent) and each
+(batch, head)'s key features by exp(the largest exponent over its REAL keys); both factors cancel
+exactly between numerator and denominator, and padding cannot change them.
+
+kernel="relu" is the generalised-attention kernel phi(x) = relu(w_i . x) / sqrt(m) + 1e-3 on the
+same stored random features (x scaled by d^-1/4 as above). The LRA code's default was this ReLU
+kernel with "deterministic" (identity) features, i.e. relu(x) + 1e-3 on the raw head vectors; we
+keep the random features so that `num_features` and `redraw` mean the same for both kernels.
+
+redraw=True draws new features (with a Keras seed generator) on every training call and stores
+them in the weight, so inference uses the last draw; calls with training=False never draw, and
+their graph holds no random op. Feature maps and sums are computed in float32, also under mixed
+precision. There are no explicit attention weights, so `attention_dropout` has nothing to act on.
+
+Time O(L m d) and memory O(L m + m d) per head for length L, m features and head width d.
+
+    layer = arena_tf.layers.get("performer", num_heads=4, head_dim=32, num_features=256)
+    y = layer(x, mask=mask)          # x [batch, length, width], mask bool [batch, length]
+"""
+
+import math
+
+import keras
+import numpy as np
+from keras import ops
+
+from arena_tf.layers import checks
+from arena_tf.layers import ops as aops
+from arena_tf.layers.base import Attention
+from arena_tf.layers.linear import kernel_attention
+from arena_tf.layers.registry import register
+
+# Added to every ReLU feature (as in the Performer code), so a normaliser is never zero.
+RELU_EPSILON = 1e-3
+# Added to the normaliser only to keep a query with no real key finite (0 / 0); far below any
+# normaliser with a real key, so it leaves the exact cancellation of the stabilisers intact.
+DENOMINATOR_FLOOR = 1e-30
+
+
+def orthogonal_random_features(blocks, scales, xp):
+    """[d, m] matrix whose columns are orthogonal within each block of d and chi(d)-long.
+
+    blocks: [ceil(m / d), d, d] standard Gaussian; scales: [m, d] standard Gaussian, whose row
+    norms give the lengths. xp: `numpy` (the initial draw) or `keras.ops` (redraws in the graph).
+    """
+    depth, count = blocks.shape[-1], scales.shape[0]
+    orthonormal, triangular = xp.linalg.qr(blocks)
+    # QR fixes the signs of its columns by convention, which biases their directions; signs from
+    # R's diagonal make each block a uniformly (Haar) distributed rotation.
+    orthonormal = orthonormal * xp.sign(xp.diagonal(triangular, axis1=-2, axis2=-1))[:, None, :]
+    directions = xp.reshape(xp.transpose(orthonormal, (1, 0, 2)), (depth, -1))[:, :count]
+    return directions * xp.sqrt(xp.sum(xp.square(scales), axis=-1))[None, :]
+
+
+def gaussian_shapes(head_dim, num_features):
+    """Shapes of the (blocks, scales) Gaussians `orthogonal_random_features` takes."""
+    return (-(-num_features // head_dim), head_dim, head_dim), (num_features, head_dim)
+
+
+def exp_exponents(x, features):
+    """w_i . x - |x|^2 / 2 for every feature: [batch, heads, length, num_features]."""
+    return ops.matmul(x, features) - 0.5 * ops.sum(ops.square(x), axis=-1, keepdims=True)
+
+
+def exp_kernel(q, k, mask, features):
+    """FAVOR+ positive softmax features of q and k, stabilised; padded keys get zero features."""
+    norm = features.shape[-1] ** -0.5
+    q_exponents = exp_exponents(q, features)
+    q_max = ops.stop_gradient(ops.max(q_exponents, axis=-1, keepdims=True))
+    k_exponents = exp_exponents(k, features)
+    real = mask[:, None, :, None]
+    k_max = ops.max(ops.where(real, k_exponents, aops.NEG_INF), axis=(2, 3), keepdims=True)
+    k_shifted = ops.where(real, k_exponents - ops.stop_gradient(k_max), aops.NEG_INF)
+    return ops.exp(q_exponents - q_max) * norm, ops.exp(k_shifted) * norm
+
+
+def relu_kernel(q, k, mask, features):
+    """Generalised-attention ReLU features relu(w . x) / sqrt(m) + eps of q and k."""
+    norm = features.shape[-1] ** -0.5
+    return tuple(ops.relu(ops.matmul(x, features)) * norm + RELU_EPSILON for x in (q, k))
+
+
+KERNELS = {"exp": exp_kernel, "relu": relu_kernel}
+
+
+@register("performer")
+class PerformerAttention(Attention):
+    """FAVOR+ attention with positive orthogonal random features, linear in length.
+
+    Args:
+        num_features: number of random features m (default 256).
+        kernel: "exp" (FAVOR+ approximation of softmax) or "relu" (generalised attention).
+        redraw: draw new features on every training call (never at inference).
+        **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, seed, ...).
+    """
+
+    paper = "Choromanski et al. (2021), Rethinking Attention with Performers"
+    complexity = "O(L m d)"
+
+    def __init__(self, num_features=256, kernel="exp", redraw=False, **kwargs):
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        self.num_features = checks.positive_int(owner, "num_features", num_features)
+        self.kernel = checks.one_of(owner, "kernel", kernel, tuple(KERNELS))
+        self.redraw = checks.boolean(owner, "redraw", redraw)
+        self.redraw_seed = keras.random.SeedGenerator(self.seed) if redraw else None
+
+    def build_mechanism(self, input_shape):
+        self.features = self.add_weight(
+            name="features",
+            shape=(self.head_dim, self.num_features),
+            initializer=lambda shape, dtype: self._initial_features(),
+            dtype="float32",
+            trainable=False,
+            autocast=False,
+            # A redraw under a distribution strategy keeps the first replica's draw.
+            aggregation="only_first_replica",
+        )
+
+    def _initial_features(self):
+        rng = np.random.default_rng(self.seed)
+        shapes = gaussian_shapes(self.head_dim, self.num_features)
+        return orthogonal_random_features(*map(rng.standard_normal, shapes), np).astype("float32")
+
+    def _redrawn_features(self):
+        shapes = gaussian_shapes(self.head_dim, self.num_features)
+        gaussians = [keras.random.normal(shape, seed=self.redraw_seed) for shape in shapes]
+        features = orthogonal_random_features(*gaussians, ops)
+        self.features.assign(features)
+        return features
+
+    def attend(self, q, k, v, mask, training=False):
+        features = self._redrawn_features() if training and self.redraw else self.features
+        scale = self.head_dim**-0.25
+        scaled_q, scaled_k = (ops.cast(x, "float32") * scale for x in (q, k))
+        q_features, k_features = KERNELS[self.kernel](scaled_q, scaled_k, mask, features)
+        attended = kernel_attention(q_features, k_features, v, mask, DENOMINATOR_FLOOR)
+        return ops.cast(attended, q.dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_features=self.num_features, kernel=self.kernel, redraw=self.redraw)
+        return config

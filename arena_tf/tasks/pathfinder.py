@@ -1,0 +1,241 @@
+"""Pathfinder: are the two dots joined by one dashed contour? 32 x 32 pixels, "hard" (contour 14).
+
+Data, in order: the LRA release layout in `data_dir` (or its `curv_contour_length_14/`,
+`pathfinder32/curv_contour_length_14/`, `lra_release/pathfinder32/...` or
+`lra_release/lra_release/pathfinder32/...` subfolder): `imgs/<k>/sample_<n>.png` and
+`metadata/<k>.npy`, text files with one line per image (field 0 the image folder, field 1 the file
+name, field 3 the label). Otherwise the project's generator (`arena_tf.generators.pathfinder`, the
+LRA settings) writes that layout once under `data_dir` (default ./data/pathfinder) and later runs
+reuse it; `num_examples` sets its size (default 200K, as the release).
+
+Splits, as in LRA: the metadata files in numeric order, their lines in file order; the first 80%
+train, the next 10% validation, the last 10% test. An all-zero or unreadable image (the release has
+one, curv_baseline/imgs/0/sample_172.png) is skipped with a `SkippedImageWarning` naming the file.
+
+Encoding: pixel values 0..255 flattened row-major to 1024 tokens, vocabulary 256, no padding id
+(the reference code treated 0 as padding and so masked black pixels, a bug not copied here).
+
+    task = arena_tf.tasks.get("pathfinder", data_dir="lra_release")
+    pixels, label = next(iter(task.load_split("test")))   # int32 [1024] in 0..255, int32 0 / 1
+"""
+
+import logging
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from arena_tf.generators import pathfinder as generator
+from arena_tf.tasks import register, sources
+from arena_tf.tasks.base import SPLITS, DataNotFoundError, Task
+
+log = logging.getLogger(__name__)
+
+SPLIT_BOUNDS = {"train": (0.0, 0.8), "validation": (0.8, 0.9), "test": (0.9, 1.0)}
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+FIRST_METADATA = "metadata/0.npy"
+
+
+class SkippedImageWarning(UserWarning):
+    """An image was all zero or not a complete PNG and was left out of the split."""
+
+
+def read_index(dataset_dir):
+    """[(image path, label)] of a release-layout directory: metadata/<k>.npy in numeric order of k,
+    lines in file order; paths are strings. A malformed line raises ValueError naming the file and
+    line."""
+    index = []
+    for metadata in sorted(Path(dataset_dir, "metadata").glob("*.npy"), key=_metadata_number):
+        for number, line in enumerate(metadata.read_text().splitlines(), 1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) < 4 or fields[3] not in ("0", "1"):
+                raise ValueError(
+                    f"{metadata}:{number}: expected 'folder file index label ...' with label 0 or "
+                    f"1, got {line!r}; restore the file from the LRA release or regenerate it"
+                )
+            index.append((os.path.join(dataset_dir, fields[0], fields[1]), int(fields[3])))
+    return index
+
+
+def split_bounds(count, split):
+    """(start, stop) of `split` among `count` examples: 80% / 10% / 10% in order."""
+    low, high = SPLIT_BOUNDS[split]
+    return round(low * count), round(high * count)
+
+
+def _metadata_number(path):
+    if not path.stem.isdigit():
+        raise ValueError(f"{path}: metadata files are named <number>.npy; move or rename this file")
+    return int(path.stem)
+
+
+def _skip(path):
+    """Warn that the image at `path` (a bytes tensor) is skipped; False for tf.data's filter."""
+    warnings.warn(
+        f"skipped {path.numpy().decode()}: all-zero or unreadable PNG", SkippedImageWarning
+    )
+    return False
+
+
+@register
+class Pathfinder(Task):
+    """Pathfinder from the LRA release layout, or generated once under a seed.
+
+    Extra arguments (generated data only; a release is read as it is): `num_examples` (images to
+    generate, default `default_num_examples`), `generator_seed` (default 0) and `processes`
+    (generator processes; the images do not depend on it). When `num_examples` or `generator_seed`
+    is None, an existing generated set is reused whatever its value; a value given must match it.
+    """
+
+    name = "pathfinder"
+    num_classes = 2
+    vocab_size = 256
+    max_len = 32 * 32
+    num_inputs = 1
+    padding_id = None
+    generator_config = generator.PATHFINDER32
+    default_num_examples = 200_000
+
+    def __init__(self, data_dir=None, max_len=None, seed=0, num_examples=None, generator_seed=None,
+                 processes=None):
+        super().__init__(data_dir=data_dir, max_len=max_len, seed=seed)
+        side = self.generator_config.size
+        if self.max_len != side * side:
+            raise ValueError(
+                f"{self.name}: max_len must be {side * side} ({side} x {side} pixels); got "
+                f"{self.max_len}: leave max_len unset for this task"
+            )
+        self.num_examples = num_examples
+        self.generator_seed = generator_seed
+        self.processes = processes
+        self._index = None
+
+    @property
+    def subfolders(self):
+        """Where a release-layout directory is looked for, relative to the data root."""
+        path = self.generator_config.release_path
+        return ("", Path(path).name, path, f"lra_release/{path}", f"lra_release/lra_release/{path}")
+
+    def dataset_dir(self):
+        """The release-layout directory read, generating it first if no candidate holds one."""
+        root = sources.data_root(self.name, self.data_dir)
+        folder = sources.find_folder(root, [FIRST_METADATA], self.subfolders)
+        if folder is None:
+            return self._generate(root)
+        self._check_generated(folder)
+        return folder
+
+    def location(self):
+        """The directory holding the images and metadata."""
+        return str(self.dataset_dir())
+
+    def examples(self, split):
+        """[(image path string, label)] of `split`, in order (before skipping empty images)."""
+        if self._index is None:
+            self._index = read_index(self.dataset_dir())
+            if not self._index:
+                raise DataNotFoundError(
+                    f"{self.name}: no metadata lines in {self.dataset_dir()}/metadata; restore "
+                    "the files from the LRA release or delete the directory to regenerate it"
+                )
+        start, stop = split_bounds(len(self._index), split)
+        return self._index[start:stop]
+
+    def load_split(self, split):
+        paths, labels = zip(*self.examples(split))
+        data = tf.data.Dataset.from_tensor_slices((list(paths), np.array(labels, np.int32)))
+        data = data.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return data.filter(_keep).map(lambda path, pixels, label: (pixels, label))
+
+    def prepare(self):
+        summary = {}
+        for split in SPLITS:
+            examples = self.examples(split)
+            missing = [path for path, _ in examples if not os.path.isfile(path)]
+            if missing:
+                raise DataNotFoundError(
+                    f"{self.name}: {len(missing)} images listed in the metadata are missing (first: "
+                    f"{missing[0]}); restore them from the LRA release or delete "
+                    f"{self.dataset_dir()} to regenerate it"
+                )
+            labels = np.bincount([label for _, label in examples], minlength=2)
+            summary[split] = {"examples": len(examples), "labels": dict(enumerate(labels.tolist()))}
+        return summary
+
+    def preview(self, out_dir, count=16):
+        """Save the first `count` training images as one grid PNG in `out_dir` (green frame:
+        markers joined, red: not); one line naming it."""
+        pairs = sources.take_examples(self, "train", count)
+        side = self.generator_config.size
+        images = [pixels.reshape(side, side).astype(np.uint8) for pixels, _ in pairs]
+        path = Path(out_dir) / f"{self.name}_train.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        generator.preview_grid(images, [label for _, label in pairs]).save(path)
+        return [f"{self.name}: first {len(images)} training images (green frame = positive, "
+                f"red = negative): {path}"]
+
+    def _decode(self, path, label):
+        """(path, int32 pixels [max_len], label); all zero when the file is not a whole PNG."""
+        contents = tf.io.read_file(path)
+        tail = tf.maximum(tf.strings.length(contents) - 8, 0)
+        whole = tf.logical_and(
+            tf.equal(tf.strings.substr(contents, 0, 8), PNG_SIGNATURE),
+            tf.equal(tf.strings.substr(contents, tail, 4), b"IEND"),
+        )
+        pixels = tf.cond(
+            whole,
+            lambda: tf.reshape(tf.cast(tf.io.decode_png(contents, channels=1), tf.int32),
+                               [self.max_len]),
+            lambda: tf.zeros([self.max_len], tf.int32),
+        )
+        return path, pixels, label
+
+    def _generate(self, root):
+        count = self.num_examples or self.default_num_examples
+        log.info("%s: no release layout in %s; generating %d images", self.name, root, count)
+        try:
+            return generator.write_dataset(
+                root, self.generator_config, count, self.generator_seed or 0, self.processes
+            )
+        except OSError as error:
+            raise DataNotFoundError(
+                f"{self.name}: no {FIRST_METADATA} in {sources.places(root, self.subfolders)} and "
+                f"the generator could not write there ({error}); pass --data_dir=DIR with DIR "
+                f"holding the LRA release (e.g. lra_release/) or writable"
+            ) from error
+
+    def _check_generated(self, folder):
+        """Refuse generated data made with other settings than this task asks for."""
+        info = generator.read_info(folder)
+        if info is None:
+            return
+        asked = generator.dataset_info(
+            self.generator_config,
+            info["seed"] if self.generator_seed is None else self.generator_seed,
+            self.num_examples or info["num_examples"],
+            info["images_per_folder"],
+        )
+        differences = [
+            f"{key}={info.get(key)} where {key}={asked[key]} was asked for"
+            for key in asked
+            if info.get(key) != asked[key]
+        ]
+        if differences:
+            raise ValueError(
+                f"{self.name}: {folder}/{generator.INFO_FILE} records generated data with "
+                f"{'; '.join(differences)}; pass the same values, another data_dir, or delete "
+                f"{folder} to generate it again"
+            )
+
+
+def _keep(path, pixels, label):
+    """tf.data filter: keep images with a non-zero pixel; warn about the others."""
+    return tf.cond(
+        tf.reduce_any(pixels > 0),
+        lambda: tf.constant(True),
+        lambda: tf.reshape(tf.py_function(_skip, [path], tf.bool), []),
+    )

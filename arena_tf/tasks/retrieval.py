@@ -1,0 +1,143 @@
+"""Retrieval: does one ACL Anthology Network paper cite the other? Two byte sequences, two classes.
+
+Data: the LRA release files `new_aan_pairs.{train,eval,test}.tsv` (train / validation / test) in
+`data_dir` (default ./data/retrieval) or its `tsv_data/` or `lra_release/tsv_data/` subfolder. The
+AAN data has no public mirror (google-research/long-range-arena#52) and no generator, so without
+these files the task stops with DataNotFoundError.
+
+Format: no header, tab separated, 5 columns: label (float; 1 = citation link), id1, id2, text1,
+text2. Malformed lines (another column count, a label other than 0 / 1) are logged as warnings with
+their file and line number, once per file, and skipped.
+
+Encoding: each document as UTF-8 bytes + 1 (0 = padding, vocabulary 257), cut to max_len = 4000;
+the two documents are two inputs for a two-tower model with shared weights.
+
+    task = arena_tf.tasks.get("retrieval", data_dir="lra_release")
+    (doc1, doc2), label = next(iter(task.load_split("train")))   # int32 [4000] x 2, int32 0 / 1
+"""
+
+import collections
+import logging
+
+import numpy as np
+import tensorflow as tf
+
+from arena_tf.tasks import register, sources
+from arena_tf.tasks.base import DataNotFoundError, Task
+
+log = logging.getLogger(__name__)
+
+SPLIT_FILES = {
+    "train": "new_aan_pairs.train.tsv",
+    "validation": "new_aan_pairs.eval.tsv",
+    "test": "new_aan_pairs.test.tsv",
+}
+SUBFOLDERS = ("", "tsv_data", "lra_release/tsv_data")
+COLUMNS = 5
+LABELS = {0.0: 0, 1.0: 1}
+REPORTED_LINES = 20  # malformed lines logged one by one; more are counted
+
+
+@register
+class Retrieval(sources.TextPreview, Task):
+    """AAN document pairs as two byte-token inputs; malformed lines are reported and skipped."""
+
+    name = "retrieval"
+    num_classes = 2
+    vocab_size = 257
+    max_len = 4000
+    num_inputs = 2
+    padding_id = 0
+    decode = staticmethod(sources.decode_bytes)  # token ids back to text, for previews
+
+    def __init__(self, data_dir=None, max_len=None, seed=0):
+        super().__init__(data_dir=data_dir, max_len=max_len, seed=seed)
+        self._scans = {}
+
+    def load_split(self, split):
+        path = self.files()[sources.check_split(split)]
+        valid = tf.constant(self.scan(path).valid)
+        lines = tf.data.TextLineDataset(str(path)).enumerate()
+        lines = lines.filter(lambda index, line: valid[index]).map(lambda index, line: line)
+        return lines.map(self._parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+    def prepare(self):
+        return {split: self.scan(path).summary for split, path in self.files().items()}
+
+    def files(self):
+        """{split: path} of the release files; DataNotFoundError if no folder holds them all."""
+        root = sources.data_root(self.name, self.data_dir)
+        folder = sources.find_folder(root, SPLIT_FILES.values(), SUBFOLDERS)
+        if folder is None:
+            raise DataNotFoundError(
+                f"retrieval: AAN release files {', '.join(SPLIT_FILES.values())} not found in "
+                f"{sources.places(root, SUBFOLDERS)}; the AAN data has no public mirror and cannot "
+                f"be generated: copy them from a copy of the LRA release (lra_release.gz, folder "
+                f"tsv_data/) and pass --data_dir=DIR"
+            )
+        return {split: folder / name for split, name in SPLIT_FILES.items()}
+
+    def scan(self, path):
+        """Check every line of `path` once (cached): which lines are valid, and label counts."""
+        if path not in self._scans:
+            self._scans[path] = scan_lines(path)
+        return self._scans[path]
+
+    def location(self):
+        """The folder holding the split files."""
+        return str(self.files()["train"].parent)
+
+    def _parse(self, line):
+        fields = tf.strings.split(line, "\t")
+        label = tf.cast(tf.strings.to_number(fields[0]), tf.int32)
+        second = tf.strings.regex_replace(fields[4], "\r$", "")
+        inputs = (
+            sources.encode_bytes(fields[3], self.max_len),
+            sources.encode_bytes(second, self.max_len),
+        )
+        return inputs, label
+
+
+Scan = collections.namedtuple("Scan", ["valid", "summary"])
+
+
+def scan_lines(path):
+    """Validate an AAN file line by line (split on '\\n' only, as TextLineDataset does): a boolean
+    array of valid lines and the split summary. Malformed lines are logged with their number (the
+    first REPORTED_LINES one by one, then a count)."""
+    valid, labels, skipped = [], collections.Counter(), 0
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            problem, label = _check_line(line.rstrip(b"\n").rstrip(b"\r"))
+            valid.append(problem is None)
+            if problem is None:
+                labels[label] += 1
+                continue
+            skipped += 1
+            if skipped <= REPORTED_LINES:
+                log.warning("%s:%d: skipped malformed line: %s", path, number, problem)
+    if skipped > REPORTED_LINES:
+        log.warning(
+            "%s: skipped %d malformed lines, the first %d listed", path, skipped, REPORTED_LINES
+        )
+    if not labels:
+        raise DataNotFoundError(
+            f"retrieval: {path} holds no valid line; expected {COLUMNS} tab-separated columns: "
+            f"label id1 id2 text1 text2"
+        )
+    summary = {"examples": sum(labels.values()), "labels": dict(sorted(labels.items()))}
+    return Scan(np.array(valid, dtype=bool), summary)
+
+
+def _check_line(line):
+    """(None, label) for a valid line, (what is wrong, None) otherwise."""
+    fields = line.split(b"\t")
+    if len(fields) != COLUMNS:
+        return f"{len(fields)} tab-separated columns, expected {COLUMNS}", None
+    try:
+        label = LABELS.get(float(fields[0]))
+    except ValueError:
+        label = None
+    if label is None:
+        return f"label {fields[0][:20].decode('utf-8', 'replace')!r}, expected 0 or 1", None
+    return None, label

@@ -1,0 +1,258 @@
+"""Shared helpers for the tasks: where data lives, the TFDS-or-explain logic, safe writing, tokens.
+
+Every task reads its data from, in order, a directory the user names, TFDS (for the tasks that
+have a TFDS source, downloading only where the machine is online) or the project's generator, and
+raises `DataNotFoundError` with one message when none serves. The parts the tasks share:
+
+    root = data_root("listops", data_dir)                  # data_dir, or ./data/listops
+    folder = find_folder(root, ["basic_train.tsv"], ("", "listops-1000"))
+    with atomic_writer(root / "basic_train.tsv") as f:    # readers never see half a file
+        f.write("Source\\tTarget\\n")
+    tokens = encode_bytes(tf.constant("text"), max_len=1000)   # UTF-8 bytes + 1, 0 = padding
+
+`atomic_writer` lives in `arena_tf.generators` (which stays free of TensorFlow, for generator
+workers) and is re-exported here.
+
+`TfdsTask` is the base of the TFDS-backed tasks (text, image): a subclass names the TFDS dataset,
+maps each task split to a TFDS split, and encodes one (features, label) pair.
+
+Downloads: on by default; `ARENA_TF_DOWNLOAD=0` (or `download=False` on a TfdsTask) turns them off.
+Before any download the dataset's host is probed for ARENA_TF_DOWNLOAD_TIMEOUT seconds (default
+10), so an offline machine stops at once with the explanation instead of hanging in retries.
+"""
+
+import abc
+import collections
+import logging
+import os
+import socket
+from pathlib import Path
+
+from arena_tf.generators import atomic_writer  # noqa: F401 (shared with the tasks from here)
+from arena_tf.tasks.base import SPLITS, DataNotFoundError, Task
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DATA_ROOT = Path("data")
+DOWNLOAD_ENV = "ARENA_TF_DOWNLOAD"
+TIMEOUT_ENV = "ARENA_TF_DOWNLOAD_TIMEOUT"
+
+
+def data_root(task_name, data_dir=None):
+    """The directory a task reads and writes: `data_dir` if given, else ./data/<task_name>."""
+    return Path(data_dir) if data_dir else DEFAULT_DATA_ROOT / task_name
+
+
+def check_split(split):
+    """`split` if it is one of SPLITS; a one-line ValueError naming them otherwise."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+    return split
+
+
+def find_folder(root, filenames, subfolders=("",)):
+    """The first of root/<subfolder> (in the given order) that holds every file in `filenames`;
+    None if no candidate holds them all."""
+    for sub in subfolders:
+        folder = Path(root) / sub
+        if all((folder / name).is_file() for name in filenames):
+            return folder
+    return None
+
+
+def present_files(root, filenames, subfolders=("",)):
+    """Paths of the files in `filenames` found in any candidate folder (to report partial data)."""
+    return [
+        Path(root) / sub / name
+        for sub in subfolders
+        for name in filenames
+        if (Path(root) / sub / name).is_file()
+    ]
+
+
+def places(root, subfolders):
+    """'a, a/b or a/c': the candidate folders, for error messages."""
+    names = [str(Path(root) / sub) for sub in subfolders]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def fit_length(ids, max_len):
+    """Cut a 1-D int32 tensor to `max_len` and right-pad it with 0; the result has static shape."""
+    import tensorflow as tf
+
+    ids = ids[:max_len]
+    ids = tf.pad(ids, [[0, max_len - tf.shape(ids)[0]]])
+    return tf.ensure_shape(ids, [max_len])
+
+
+def encode_bytes(text, max_len):
+    """A scalar string tensor as int32 [max_len]: UTF-8 byte + 1 (ids 1..256), 0 = padding."""
+    import tensorflow as tf
+
+    ids = tf.cast(tf.io.decode_raw(text, tf.uint8), tf.int32) + 1
+    return fit_length(ids, max_len)
+
+
+def decode_bytes(ids):
+    """Inverse of `encode_bytes` for display: padding dropped, invalid UTF-8 replaced."""
+    return bytes(int(i) - 1 for i in ids if i > 0).decode("utf-8", errors="replace")
+
+
+def summarize(dataset, batch_size=1024):
+    """{"examples": n, "labels": {label: count}} of an (inputs, label) dataset."""
+    counts = collections.Counter()
+    labels = dataset.map(lambda inputs, label: label).batch(batch_size)
+    for batch in labels.as_numpy_iterator():
+        counts.update(batch.tolist())
+    return {"examples": sum(counts.values()), "labels": dict(sorted(counts.items()))}
+
+
+def take_examples(task, split="train", count=3):
+    """The first `count` (inputs, label) pairs of a task split as NumPy values, for previews."""
+    return list(task.load_split(split).take(count).as_numpy_iterator())
+
+
+def preview_lines(task, decode, count=3, width=120):
+    """`count` training examples as 'train[i] label y: text' lines, each input decoded by `decode`
+    and cut to `width` characters (two inputs are shown side by side, separated by ' || ')."""
+    lines = []
+    for index, (inputs, label) in enumerate(take_examples(task, "train", count)):
+        parts = inputs if isinstance(inputs, tuple) else (inputs,)
+        shown = " || ".join(_clip(decode(part), width // len(parts)) for part in parts)
+        lines.append(f"train[{index}] label {label}: {shown}")
+    return lines
+
+
+class TextPreview:
+    """Mixin for tasks whose inputs read as text: `preview` shows a few decoded training examples
+    through the task's `decode(tokens) -> str`."""
+
+    def preview(self, out_dir, count=3):
+        """A few training examples as text lines (`out_dir` is unused: nothing to draw)."""
+        return preview_lines(self, self.decode, count)
+
+
+def require_max_len(task, length, why):
+    """A one-line ValueError unless `task.max_len` is `length` (tasks whose length is fixed)."""
+    if task.max_len != length:
+        raise ValueError(
+            f"{task.name}: max_len must be {length} ({why}); got {task.max_len}: leave max_len "
+            f"unset for this task"
+        )
+
+
+def _clip(text, width):
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def save_png(path, pixels, scale=4):
+    """Write a 2-D uint8 array as a grayscale PNG, each pixel a `scale` x `scale` square."""
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.kron(np.asarray(pixels, np.uint8), np.ones((scale, scale), np.uint8))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(pixels, mode="L").save(path)
+    return Path(path)
+
+
+def download_enabled(download=None):
+    """`download` if given, else the ARENA_TF_DOWNLOAD environment variable (default on)."""
+    if download is not None:
+        return bool(download)
+    return os.environ.get(DOWNLOAD_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def host_reachable(host, port, timeout=None):
+    """True if a TCP connection to host:port opens within `timeout` seconds (default
+    ARENA_TF_DOWNLOAD_TIMEOUT, else 10): a quick test of being online before a download that would
+    otherwise retry for long."""
+    timeout = float(os.environ.get(TIMEOUT_ENV, 10)) if timeout is None else timeout
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+class TfdsTask(Task):
+    """A task served by a TFDS dataset: a prepared TFDS directory, else a download where possible.
+
+    Subclasses set `tfds_name`, `tfds_splits` ({task split: TFDS split spec}), `download_host`
+    ((host, port) probed before downloading) and implement `encode(features, label)` returning
+    (int32 tokens [max_len], int32 label).
+
+    With `data_dir` the dataset is looked for (and downloaded) there; without it, in TFDS's own
+    data directory (~/tensorflow_datasets or TFDS_DATA_DIR).
+    """
+
+    tfds_name = None
+    tfds_splits = {}
+    download_host = None
+
+    def __init__(self, data_dir=None, max_len=None, seed=0, download=None):
+        super().__init__(data_dir=data_dir, max_len=max_len, seed=seed)
+        self.download = download
+
+    @abc.abstractmethod
+    def encode(self, features, label):
+        """(int32 tokens [max_len], int32 label) from one TFDS (features, label) pair."""
+
+    def load_split(self, split):
+        import tensorflow as tf
+
+        data = self._load_tfds(self.tfds_splits[check_split(split)])
+        return data.map(self.encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+    def prepare(self):
+        return {split: summarize(self.load_split(split)) for split in self.tfds_splits}
+
+    def _load_tfds(self, spec):
+        """The TFDS split `spec` as (features, label) pairs in file order; downloads if allowed."""
+        import tensorflow_datasets as tfds
+
+        def load(download):
+            return tfds.load(
+                self.tfds_name,
+                split=spec,
+                data_dir=self.data_dir,
+                download=download,
+                as_supervised=True,
+                shuffle_files=False,
+            )
+
+        try:
+            return load(download=False)
+        except AssertionError:  # TFDS's signal for "not prepared in data_dir"
+            pass
+        blocker = self._download_blocker()
+        if blocker:
+            raise DataNotFoundError(self._missing_message(blocker))
+        log.info("%s: downloading TFDS %s into %s", self.name, self.tfds_name, self.location())
+        try:
+            return load(download=True)
+        except Exception as error:  # network, disk or TFDS failures all mean "no source served"
+            raise DataNotFoundError(self._missing_message(f"the download failed ({error})"))
+
+    def _download_blocker(self):
+        """Why no download can be tried now, or None when it can."""
+        if not download_enabled(self.download):
+            return f"downloading is off ({DOWNLOAD_ENV}=0 or download=False)"
+        host, port = self.download_host
+        if not host_reachable(host, port):
+            return f"{host}:{port} is unreachable (offline?)"
+        return None
+
+    def location(self):
+        """Where the dataset is looked for, for messages."""
+        return self.data_dir or "TFDS's data directory (~/tensorflow_datasets or TFDS_DATA_DIR)"
+
+    def _missing_message(self, blocker):
+        target = f" --data_dir={self.data_dir}" if self.data_dir else ""
+        command = f"python -m arena_tf.data prepare --task={self.name}{target}"
+        return (
+            f"{self.name}: TFDS dataset {self.tfds_name!r} is not prepared in {self.location()} "
+            f"and {blocker}; run `{command}` where the machine is online (TFDS downloads it), or "
+            f"pass --data_dir=DIR with DIR holding a prepared copy (DIR/{self.tfds_name}/)"
+        )

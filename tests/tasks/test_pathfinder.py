@@ -1,0 +1,198 @@
+"""Pathfinder / Path-X: the generator draws what the labels say, deterministically, and the task
+reads the LRA release layout into the right splits and tokens."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+import arena_tf.tasks as tasks
+from arena_tf.generators import pathfinder as generator
+from arena_tf.tasks.pathfinder import SkippedImageWarning, read_index
+
+CONFIGS = [generator.PATHFINDER32, generator.PATHX128]
+
+
+def _connected(mask, first, second):
+    """Whether pixels `first` and `second` (row, column) share an 8-connected component of mask."""
+    reached = np.zeros_like(mask)
+    reached[first] = True
+    while not reached[second]:
+        grown = reached.copy()
+        grown[1:] |= reached[:-1]
+        grown[:-1] |= reached[1:]
+        grown[:, 1:] |= grown[:, :-1].copy()
+        grown[:, :-1] |= grown[:, 1:].copy()
+        grown &= mask
+        if np.array_equal(grown, reached):
+            return False
+        reached = grown
+    return True
+
+
+def _markers_joined(example, config):
+    """Draw every contour without its gaps (paddle ends joined) and the two marker discs on a
+    128 x 128 grid; whether one connected stroke links the two markers."""
+    scale = 128 // config.size
+    canvas = Image.new("1", (128, 128), 0)
+    draw = ImageDraw.Draw(canvas)
+    for contour in np.unique(example.contours):
+        points = example.paddles[example.contours == contour].reshape(-1, 2) * scale
+        draw.line([tuple(point) for point in points.tolist()], fill=1, width=1)
+    radius = config.marker_radius * scale
+    for x, y in (example.markers * scale).tolist():
+        draw.ellipse((x - radius, y - radius, x + radius, y + radius), fill=1)
+    (x0, y0), (x1, y1) = (example.markers * scale).astype(int)
+    return _connected(np.array(canvas, dtype=bool), (y0, x0), (y1, x1))
+
+
+@pytest.mark.parametrize("config, count", [(CONFIGS[0], 24), (CONFIGS[1], 8)], ids=["32", "128"])
+def test_markers_are_joined_by_a_contour_exactly_in_positives(config, count):
+    examples = [generator.generate_example(config, 3, index) for index in range(count)]
+    joined = [_markers_joined(example, config) for example in examples]
+    assert joined == [bool(example.label) for example in examples]
+    assert {example.label for example in examples} == {0, 1}
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["32", "128"])
+def test_contours_are_dashed_curves_of_the_lra_lengths(config):
+    example = generator.generate_example(config, 0, 1)
+    starts, ends = example.paddles[:, :2], example.paddles[:, 2:]
+    np.testing.assert_allclose(np.hypot(*(ends - starts).T), config.paddle_length)
+    sizes = np.bincount(example.contours)
+    assert sizes[:2].tolist() == [config.contour_length] * 2
+    assert len(sizes) > 2 and set(sizes[2:]) == {config.distractor_length}
+    same = example.contours[1:] == example.contours[:-1]
+    gaps = np.hypot(*(starts[1:] - ends[:-1]).T)[same]
+    np.testing.assert_allclose(gaps, example.gap)
+    headings = np.arctan2(*(ends - starts).T[::-1])
+    turns = np.angle(np.exp(1j * (headings[1:] - headings[:-1])))[same]
+    assert np.abs(turns).max() <= np.pi / (2 * config.continuity) + 1e-9
+    assert np.abs(turns).max() > 0.1  # curved, not straight
+
+
+def test_same_seed_same_image_other_seed_other_image():
+    first, again = (generator.generate_example(generator.PATHFINDER32, 7, 5) for _ in range(2))
+    other = generator.generate_example(generator.PATHFINDER32, 8, 5)
+    assert np.array_equal(first.image, again.image)
+    assert not np.array_equal(first.image, other.image)
+
+
+def _files(directory):
+    return {
+        path.relative_to(directory): path.read_bytes()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_dataset_bytes_do_not_depend_on_the_number_of_processes(tmp_path):
+    made = [
+        generator.write_dataset(tmp_path / str(workers), generator.PATHFINDER32, 12,
+                                workers=workers, images_per_folder=3)
+        for workers in (1, 2)
+    ]
+    single, double = (_files(directory) for directory in made)
+    assert len(single) == 12 + 4 + 1  # images, metadata files, generator.json
+    assert single == double
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    """40 generated images in the release layout, 3 per folder (so 14 metadata files: numeric and
+    text order differ), under root/pathfinder32/curv_contour_length_14."""
+    root = tmp_path_factory.mktemp("pathfinder")
+    generator.write_dataset(root, generator.PATHFINDER32, 40, seed=1, workers=1,
+                            images_per_folder=3)
+    return root
+
+
+def _png(path):
+    return np.asarray(Image.open(path)).reshape(-1)
+
+
+def test_layout_metadata_and_images_match_the_generator(release):
+    directory = release / generator.PATHFINDER32.release_path
+    assert sorted(p.name for p in (directory / "metadata").iterdir())[:3] == ["0.npy", "1.npy", "10.npy"]
+    info = generator.read_info(directory)
+    config = generator.config_from_info(info)
+    line = (directory / "metadata" / "10.npy").read_text().splitlines()[2].split()
+    assert line[:4] == ["imgs/10", "sample_2.png", "32", "0"]
+    example = generator.generate_example(config, info["seed"], int(line[2]))
+    assert np.array_equal(_png(directory / line[0] / line[1]), example.image.reshape(-1))
+
+
+def test_classes_are_balanced_in_every_split(release):
+    summary = tasks.get("pathfinder", data_dir=release).prepare()
+    assert {split: stats["examples"] for split, stats in summary.items()} == {
+        "train": 32, "validation": 4, "test": 4,
+    }
+    for stats in summary.values():
+        assert abs(stats["labels"][0] - stats["labels"][1]) <= 1
+
+
+def test_reader_yields_row_major_pixels_in_metadata_number_order(release):
+    task = tasks.get("pathfinder", data_dir=release)
+    index = read_index(task.dataset_dir())
+    pixels, labels = zip(*task.load_split("validation").as_numpy_iterator())
+    expected = index[32:36]  # rows 32..35 of the metadata read in file-number order 0, 1, ..., 13
+    assert [Path(path).name for path, _ in expected] == [
+        "sample_2.png", "sample_0.png", "sample_1.png", "sample_2.png",
+    ]
+    assert list(labels) == [label for _, label in expected]
+    for tokens, (path, _) in zip(pixels, expected):
+        assert tokens.dtype == np.int32 and tokens.shape == (1024,)
+        assert np.array_equal(tokens, _png(path))
+    assert task.vocab_size == 256 and task.padding_id is None
+    assert 0 < max(tokens.max() for tokens in pixels) <= 255
+
+
+def test_release_in_a_subfolder_with_empty_images_skipped_with_a_warning(release, tmp_path):
+    copy = tmp_path / "lra_release" / generator.PATHFINDER32.release_path
+    shutil.copytree(release / generator.PATHFINDER32.release_path, copy)
+    (copy / generator.INFO_FILE).unlink()  # as the LRA release: no generator.json
+    task = tasks.get("pathfinder", data_dir=tmp_path)
+    test_paths = [Path(path) for path, _ in task.examples("test")]
+    Image.fromarray(np.zeros((32, 32), np.uint8)).save(test_paths[0])  # all zero
+    test_paths[2].write_bytes(b"")  # unreadable
+    with pytest.warns(SkippedImageWarning) as caught:
+        kept = list(task.load_split("test").as_numpy_iterator())
+    assert len(kept) == len(test_paths) - 2
+    named = " ".join(str(warning.message) for warning in caught)
+    assert str(test_paths[0]) in named and str(test_paths[2]) in named
+
+
+def test_generated_data_made_with_other_settings_is_refused(release):
+    with pytest.raises(ValueError, match="num_examples=40"):
+        tasks.get("pathfinder", data_dir=release, num_examples=41).location()
+
+
+def test_pathx_generates_and_yields_16384_pixel_inputs(tmp_path):
+    task = tasks.get("pathx", data_dir=tmp_path, num_examples=10, processes=1)
+    tokens, label = next(task.load_split("train").as_numpy_iterator())
+    assert tokens.shape == (128 * 128,) and tokens.dtype == np.int32 and label in (0, 1)
+    assert (tmp_path / "pathfinder128/curv_contour_length_14/imgs/0/sample_9.png").is_file()
+    with pytest.raises(ValueError, match="max_len must be 16384"):
+        tasks.get("pathx", data_dir=tmp_path, max_len=1024)
+
+
+def _frame_colours(path, count, columns):
+    grid = np.asarray(Image.open(path))
+    tile = grid.shape[1] // columns
+    return [tuple(grid[(n // columns) * tile, (n % columns) * tile]) for n in range(count)]
+
+
+def test_previews_frame_positives_green_and_negatives_red(release, tmp_path):
+    green, red = (40, 200, 40), (220, 40, 40)
+    path = tmp_path / "cli.png"
+    generator.main(["--preview", str(path), "--size", "32", "--count", "4"])
+    assert _frame_colours(path, 4, 8) == [red, green, red, green]  # label = index % 2
+    task = tasks.get("pathfinder", data_dir=release)
+    (line,) = task.preview(tmp_path / "task")
+    labels = [label for _, label in task.examples("train")[:16]]
+    assert _frame_colours(tmp_path / "task" / "pathfinder_train.png", 16, 8) == [
+        green if label else red for label in labels
+    ]
+    assert "pathfinder_train.png" in line

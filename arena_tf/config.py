@@ -258,9 +258,12 @@ def config_layers(task, model, preset=None, configs_dir=CONFIGS_DIR):
     if preset is not None:
         path = configs_dir / "presets" / f"{preset}.yaml"
         if not path.exists():
-            names = sorted(p.stem for p in (configs_dir / "presets").glob("*.yaml"))
+            names = sorted(p.stem for p in (configs_dir / "presets").glob("*.yaml") if "." not in p.stem)
             raise ConfigError(f"unknown preset {preset!r}; expected one of {', '.join(names)}")
         layers.append(path)
+        per_task = configs_dir / "presets" / f"{preset}.{task}.yaml"
+        if per_task.exists():
+            layers.append(per_task)
     return layers
 
 

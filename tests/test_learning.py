@@ -21,7 +21,7 @@ SETTINGS = {
     "local": ({"block_size": 16}, "mean"),
     "performer": ({"num_features": 64}, "cls"),
     "linformer": ({"projected_length": 16}, "cls"),
-    "sparse": ({"block_size": 8, "summary_size": 2}, "cls"),
+    "sparse": ({"block_size": 8, "summary_size": 4}, "cls"),  # two hops: block, then summary
     "longformer": ({"window": 16}, "cls"),
     "bigbird": ({"block_size": 8, "num_random_blocks": 1}, "cls"),
     "sinkhorn": ({"block_size": 8}, "cls"),

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import dataclasses
 import hashlib
+import json
 import logging
 import math
 import multiprocessing
@@ -243,6 +244,16 @@ def _shard_mapper(processes):
         yield lambda fn, jobs: pool.imap(fn, jobs)
 
 
+# Written beside generated split files: the spec that made them, so a different request is noticed.
+SPEC_FILE = "generator.json"
+
+
+def generated_spec(folder):
+    """The ListOpsSpec that generated `folder`'s files, or None for release / unrecorded files."""
+    path = Path(folder) / SPEC_FILE
+    return ListOpsSpec(**json.loads(path.read_text())) if path.exists() else None
+
+
 def generate(out_dir, spec=None, processes=None):
     """Write the three split files into `out_dir`; return {split: path}. Same spec, same bytes."""
     spec = spec or ListOpsSpec()
@@ -253,6 +264,8 @@ def generate(out_dir, spec=None, processes=None):
     with _shard_mapper(processes) as pool_map, contextlib.ExitStack() as files:
         for split, path in paths.items():
             _write_split(files.enter_context(atomic_writer(path)), spec, split, seen, pool_map)
+    with atomic_writer(Path(out_dir) / SPEC_FILE) as out:
+        json.dump(dataclasses.asdict(spec), out, indent=2, sort_keys=True)
     log.info("generated ListOps %s in %.1f s into %s", spec, time.perf_counter() - started, out_dir)
     return paths
 

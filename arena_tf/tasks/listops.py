@@ -48,6 +48,9 @@ class ListOps(sources.TextPreview, Task):
 
     def __init__(self, data_dir=None, max_len=None, seed=0, generator_spec=None, processes=None):
         super().__init__(data_dir=data_dir, max_len=max_len, seed=seed)
+        if isinstance(generator_spec, dict):  # from YAML: task.params.generator_spec
+            generator_spec = generator.ListOpsSpec(**generator_spec)
+        self.requested_spec = generator_spec
         self.generator_spec = generator_spec or generator.ListOpsSpec()
         self.processes = processes
 
@@ -71,6 +74,12 @@ class ListOps(sources.TextPreview, Task):
         root = sources.data_root(self.name, self.data_dir)
         names = list(generator.SPLIT_FILES.values())
         folder = sources.find_folder(root, names, SUBFOLDERS) or self._generate(root, names)
+        made_with = generator.generated_spec(folder)
+        if self.requested_spec and made_with and made_with != self.requested_spec:
+            raise DataNotFoundError(
+                f"listops: {folder} holds data generated with {made_with}, not the requested "
+                f"{self.requested_spec}; use another --data_dir or delete that folder"
+            )
         return {split: folder / name for split, name in generator.SPLIT_FILES.items()}
 
     def location(self):

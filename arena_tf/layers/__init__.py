@@ -25,11 +25,7 @@ MECHANISMS = (
     "reformer",
 )
 
-for _module in MECHANISMS:
-    try:
-        importlib.import_module(f"arena_tf.layers.{_module}")
-    except ModuleNotFoundError as error:  # a mechanism not written yet
-        if error.name != f"arena_tf.layers.{_module}":
-            raise
+for _module in MECHANISMS:  # importing a module registers what it defines
+    importlib.import_module(f"arena_tf.layers.{_module}")
 
 __all__ = ["Attention", "available", "get", "lookup", "register"]

@@ -23,7 +23,6 @@ from arena_tf.layers import checks
 from arena_tf.layers import ops as aops
 from arena_tf.layers.base import Attention
 from arena_tf.layers.registry import register
-from arena_tf.layers.sparse import attend_blocks_and_shared, slice_axis
 
 
 @register("longformer")
@@ -72,7 +71,7 @@ class LongformerAttention(Attention):
         global_real = ops.logical_and(ops.take(mask, inside, axis=1), ops.any(at_global, axis=0))
         qb, kb, vb, real_blocks = aops.blocked(q, k, v, window_real, half)
         window_allowed = ops.logical_and(_band(half), _windows(real_blocks[:, None, :, None, :], 4))
-        attended = attend_blocks_and_shared(
+        attended = aops.attend_blocks_and_shared(
             qb,
             (_windows(kb, 3), _windows(vb, 3)),
             (ops.take(k, inside, axis=2), ops.take(v, inside, axis=2)),
@@ -108,5 +107,5 @@ def _windows(blocks, axis):
     padded = ops.pad(blocks, [[0, 0], [0, 0], [1, 1], [0, 0], [0, 0]])
     blocks_count = ops.shape(blocks)[2]
     return ops.concatenate(
-        [slice_axis(padded, 2, shift, blocks_count) for shift in range(3)], axis=axis
+        [aops.slice_axis(padded, 2, shift, blocks_count) for shift in range(3)], axis=axis
     )

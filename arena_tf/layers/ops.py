@@ -62,4 +62,58 @@ def blocked(q, k, v, mask, block):
 
 def cut_to_length(x, length):
     """Undo `pad_to_multiple` on the length axis of [batch, heads, length, dim]."""
-    return x[:, :, :length, :]
+    return slice_axis(x, 2, 0, length)
+
+
+def attend_blocks_and_shared(qb, block_kv, shared_kv, allowed, dropout):
+    """Softmax attention of each query block over its own keys plus keys that every block shares.
+
+    One softmax over the m + s keys of each query, computed in two parts (no concatenated
+    [n, b, m + s] copy); the shared logits are one [n b, s] product, cut into blocks afterwards
+    (no per-block copy of the shared keys). In float32, like `masked_softmax`, whose values it
+    gives (excluded keys get NEG_INF). Each big temporary is rebound as soon as it is used, so
+    that eager mode frees it (at long lengths the shared part is the largest tensor).
+
+    Args:
+        qb: scaled queries [batch, heads, n, b, d].
+        block_kv: (keys, values) [batch, heads, n, m, d], the m keys of each query block.
+        shared_kv: (keys, values) [batch, heads, s, d], seen by every query block.
+        allowed: (bool broadcastable to [batch, heads, n, b, m], to [batch, heads, n, b, s]).
+        dropout: callable applied to the attention weights.
+
+    Returns:
+        [batch, heads, n * b, d].
+    """
+    own = masked_logits(ops.matmul(qb, ops.swapaxes(block_kv[0], -1, -2)), allowed[0])
+    shared = ops.matmul(merge_blocks(qb), ops.swapaxes(shared_kv[0], -1, -2))
+    shared = masked_logits(ops.reshape(shared, ops.shape(qb)[:4] + (-1,)), allowed[1])
+    # Any per-row constant gives the same softmax: no gradient flows through the max.
+    top = ops.stop_gradient(ops.maximum(row_max(own), row_max(shared)))
+    own, shared = own - top, shared - top
+    own, shared = ops.exp(own), ops.exp(shared)
+    # One small reciprocal, then products: a division of the big parts is slower, twice in backward.
+    inverse = 1 / (ops.sum(own, axis=-1, keepdims=True) + ops.sum(shared, axis=-1, keepdims=True))
+    own = ops.matmul(dropout(ops.cast(own * inverse, qb.dtype)), block_kv[1])
+    shared = dropout(ops.cast(shared * inverse, qb.dtype))
+    return merge_blocks(own) + ops.matmul(merge_blocks(shared), shared_kv[1])
+
+
+def row_max(logits):
+    """Max over the last axis; NEG_INF for an empty axis (no shared keys), as for all-masked."""
+    return ops.max(logits, axis=-1, keepdims=True, initial=NEG_INF)
+
+
+def masked_logits(logits, allowed):
+    """Logits in float32 with the excluded keys set to NEG_INF."""
+    return ops.where(allowed, ops.cast(logits, "float32"), NEG_INF)
+
+
+def slice_axis(x, axis, start, size):
+    """x[..., start:start + size, ...] along `axis`, as a plain slice.
+
+    A strided slice (`x[:, :, a:b]`) has a gradient (StridedSliceGrad) about 20x slower on this CPU
+    than the plain slice's (a Pad); at 4K tokens it was most of Longformer's backward pass.
+    """
+    starts, sizes = [0] * len(x.shape), [-1] * len(x.shape)
+    starts[axis], sizes[axis] = start, size
+    return ops.slice(x, starts, sizes)

@@ -51,10 +51,10 @@ class SparseAttention(Attention):
         first_summary = self.block_size - self.summary_size
         qb, kb, vb, real_blocks = aops.blocked(q * self.head_dim**-0.5, k, v, mask, self.block_size)
         summary_kv = [
-            aops.merge_blocks(slice_axis(t, 3, first_summary, self.summary_size)) for t in (kb, vb)
+            aops.merge_blocks(aops.slice_axis(t, 3, first_summary, self.summary_size)) for t in (kb, vb)
         ]
         allowed = (real_blocks[:, None, :, None, :], self._summary_allowed(real_blocks))
-        attended = attend_blocks_and_shared(
+        attended = aops.attend_blocks_and_shared(
             qb, (kb, vb), summary_kv, allowed, lambda w: self.dropout_weights(w, training)
         )
         return aops.cut_to_length(attended, ops.shape(q)[2])
@@ -74,57 +74,3 @@ class SparseAttention(Attention):
         config = super().get_config()
         config.update(block_size=self.block_size, summary_size=self.summary_size)
         return config
-
-
-def attend_blocks_and_shared(qb, block_kv, shared_kv, allowed, dropout):
-    """Softmax attention of each query block over its own keys plus keys that every block shares.
-
-    One softmax over the m + s keys of each query, computed in two parts (no concatenated
-    [n, b, m + s] copy); the shared logits are one [n b, s] product, cut into blocks afterwards
-    (no per-block copy of the shared keys). In float32, like `masked_softmax`, whose values it
-    gives (excluded keys get NEG_INF). Each big temporary is rebound as soon as it is used, so
-    that eager mode frees it (at long lengths the shared part is the largest tensor).
-
-    Args:
-        qb: scaled queries [batch, heads, n, b, d].
-        block_kv: (keys, values) [batch, heads, n, m, d], the m keys of each query block.
-        shared_kv: (keys, values) [batch, heads, s, d], seen by every query block.
-        allowed: (bool broadcastable to [batch, heads, n, b, m], to [batch, heads, n, b, s]).
-        dropout: callable applied to the attention weights.
-
-    Returns:
-        [batch, heads, n * b, d].
-    """
-    own = _masked(ops.matmul(qb, ops.swapaxes(block_kv[0], -1, -2)), allowed[0])
-    shared = ops.matmul(aops.merge_blocks(qb), ops.swapaxes(shared_kv[0], -1, -2))
-    shared = _masked(ops.reshape(shared, ops.shape(qb)[:4] + (-1,)), allowed[1])
-    # Any per-row constant gives the same softmax: no gradient flows through the max.
-    top = ops.stop_gradient(ops.maximum(_row_max(own), _row_max(shared)))
-    own, shared = own - top, shared - top
-    own, shared = ops.exp(own), ops.exp(shared)
-    # One small reciprocal, then products: a division of the big parts is slower, twice in backward.
-    inverse = 1 / (ops.sum(own, axis=-1, keepdims=True) + ops.sum(shared, axis=-1, keepdims=True))
-    own = ops.matmul(dropout(ops.cast(own * inverse, qb.dtype)), block_kv[1])
-    shared = dropout(ops.cast(shared * inverse, qb.dtype))
-    return aops.merge_blocks(own) + ops.matmul(aops.merge_blocks(shared), shared_kv[1])
-
-
-def _row_max(logits):
-    """Max over the last axis; NEG_INF for an empty axis (no shared keys), as for all-masked."""
-    return ops.max(logits, axis=-1, keepdims=True, initial=aops.NEG_INF)
-
-
-def _masked(logits, allowed):
-    """Logits in float32 with the excluded keys set to NEG_INF."""
-    return ops.where(allowed, ops.cast(logits, "float32"), aops.NEG_INF)
-
-
-def slice_axis(x, axis, start, size):
-    """x[..., start:start + size, ...] along `axis`, as a plain slice.
-
-    A strided slice (`x[:, :, a:b]`) has a gradient (StridedSliceGrad) about 20x slower on this CPU
-    than the plain slice's (a Pad); at 4K tokens it was most of Longformer's backward pass.
-    """
-    starts, sizes = [0] * len(x.shape), [-1] * len(x.shape)
-    starts[axis], sizes[axis] = start, size
-    return ops.slice(x, starts, sizes)

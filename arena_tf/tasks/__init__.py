@@ -39,11 +39,7 @@ def get(name, **kwargs):
     return lookup(name)(**kwargs)
 
 
-for _module in TASKS:
-    try:
-        importlib.import_module(f"arena_tf.tasks.{_module}")
-    except ModuleNotFoundError as error:  # a task not written yet
-        if error.name != f"arena_tf.tasks.{_module}":
-            raise
+for _module in TASKS:  # importing a module registers what it defines
+    importlib.import_module(f"arena_tf.tasks.{_module}")
 
 __all__ = ["SPLITS", "DataNotFoundError", "Task", "available", "get", "lookup", "register"]

@@ -7,6 +7,8 @@ layer's own projection weights.
 
 import numpy as np
 
+import arena_tf.layers as layers
+
 
 def projections(layer, x):
     """q, k, v as [batch, heads, length, head_dim] NumPy arrays from a built layer's weights."""
@@ -51,3 +53,20 @@ def reference(layer, x, allowed, mask=None, scale=None):
     if mask is not None:
         allowed = np.logical_and(allowed, mask[:, None, None, :])
     return output_projection(layer, dense_attention(q, k, v, allowed, scale))
+
+
+def padded_inputs(length, padding, seed=0):
+    """x [2, length, 16]; the second row's last `padding` positions are padding."""
+    x = np.random.default_rng(seed).normal(size=(2, length, 16)).astype("float32")
+    mask = np.ones((2, length), bool)
+    mask[1, length - padding :] = False
+    return x, mask
+
+
+def assert_equals_full(layer, x, mask):
+    """`layer` gives what `full` attention with the same weights gives, at every position."""
+    full = layers.get("full", num_heads=layer.num_heads, head_dim=layer.head_dim)
+    got = layer(x, mask=mask)
+    full(x, mask=mask)
+    full.set_weights(layer.get_weights())
+    np.testing.assert_allclose(got, full(x, mask=mask), atol=1e-5)

@@ -5,7 +5,7 @@ import pytest
 
 import arena_tf.layers as layers
 from tests.layers.attention_oracles import reference
-from tests.layers.test_sparse import assert_equals_full, padded_inputs
+from tests.layers.attention_oracles import assert_equals_full, padded_inputs
 
 
 def window_and_global_pattern(length, window, global_positions):

@@ -4,30 +4,13 @@ import numpy as np
 import pytest
 
 import arena_tf.layers as layers
-from tests.layers.attention_oracles import reference
+from tests.layers.attention_oracles import assert_equals_full, padded_inputs, reference
 
 
 def fixed_pattern(length, block, summary):
     """Bool [length, length]: query i sees key j in its own block or in any block's last columns."""
     i, j = np.arange(length)[:, None], np.arange(length)[None, :]
     return (i // block == j // block) | (j % block >= block - summary)
-
-
-def padded_inputs(length, padding, seed=0):
-    """x [2, length, 16]; the second row's last `padding` positions are padding."""
-    x = np.random.default_rng(seed).normal(size=(2, length, 16)).astype("float32")
-    mask = np.ones((2, length), bool)
-    mask[1, length - padding :] = False
-    return x, mask
-
-
-def assert_equals_full(layer, x, mask):
-    """`layer` gives what `full` attention with the same weights gives, at every position."""
-    full = layers.get("full", num_heads=layer.num_heads, head_dim=layer.head_dim)
-    got = layer(x, mask=mask)
-    full(x, mask=mask)
-    full.set_weights(layer.get_weights())
-    np.testing.assert_allclose(got, full(x, mask=mask), atol=1e-5)
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,16 @@ def atomic_path(path):
         shutil.rmtree(tmp.parent, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def atomic_writer(path, mode="w"):
+    """An open file that replaces `path` when the block ends without error (text mode: UTF-8,
+    '\n' line ends on every platform)."""
+    options = {} if "b" in mode else {"newline": "\n", "encoding": "utf-8"}
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **options) as handle:
+            yield handle
+
+
 def write_text(path, text):
     with atomic_path(path) as tmp:
         tmp.write_text(text)

@@ -10,7 +10,7 @@ raises `DataNotFoundError` with one message when none serves. The parts the task
         f.write("Source\\tTarget\\n")
     tokens = encode_bytes(tf.constant("text"), max_len=1000)   # UTF-8 bytes + 1, 0 = padding
 
-`atomic_writer` lives in `arena_tf.generators` (which stays free of TensorFlow, for generator
+`atomic_writer` lives in `arena_tf.files` (which stays free of TensorFlow, for generator
 workers) and is re-exported here.
 
 `TfdsTask` is the base of the TFDS-backed tasks (text, image): a subclass names the TFDS dataset,
@@ -28,7 +28,7 @@ import os
 import socket
 from pathlib import Path
 
-from arena_tf.generators import atomic_writer  # noqa: F401 (shared with the tasks from here)
+from arena_tf.files import atomic_writer  # noqa: F401 (shared with the tasks from here)
 from arena_tf.tasks.base import SPLITS, DataNotFoundError, Task
 
 log = logging.getLogger(__name__)

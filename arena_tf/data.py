@@ -1,9 +1,12 @@
 """Build or check a task's data.
 
     python -m arena_tf.data prepare --task=NAME [--data_dir=DIR] [--preview] [--preview_dir=DIR]
+    python -m arena_tf.data bench --task=NAME [--data_dir=DIR] [--batch_size=32] [--batches=200]
 
 Prints where the data comes from, each split's size and label balance; with --preview, a few
 examples decoded by the task (text lines; image tasks also save PNGs under --preview_dir).
+`bench` times the training pipeline alone (shuffled, batched, prefetched, as training reads it) and
+prints examples/s, to compare with the examples/s of training in a run's metrics.json.
 
 Optional task hooks: `location()` returns a string naming where the data is (printed first);
 `preview(out_dir, count=3)` returns a list of printable lines describing a few examples and may
@@ -40,7 +43,27 @@ def build_parser():
     prepare.add_argument(
         "--preview_dir", default=None, help="where previews write files (default DATA_DIR/preview)"
     )
+    bench = commands.add_parser("bench", help="time one task's training input pipeline")
+    bench.add_argument("--task", required=True, help="task name, e.g. listops")
+    bench.add_argument("--data_dir", default=None, help="where the task's data is (or goes)")
+    bench.add_argument("--batch_size", type=int, default=32)
+    bench.add_argument("--batches", type=int, default=200, help="timed batches, after 5 warm-up")
     return parser
+
+
+def bench(task, args):
+    """Print the training pipeline's examples/s over `args.batches` batches."""
+    import time
+
+    batches = iter(task.dataset("train", args.batch_size, repeat=True))
+    for _ in range(5):
+        next(batches)
+    start = time.perf_counter()
+    for _ in range(args.batches):
+        next(batches)
+    seconds = time.perf_counter() - start
+    print(f"{task.name}: {args.batches * args.batch_size / seconds:,.0f} examples/s "
+          f"({args.batches} batches of {args.batch_size}, {seconds:.1f} s)")
 
 
 def format_summary(summary):
@@ -55,8 +78,8 @@ def format_summary(summary):
     return lines
 
 
-def prepare(args):
-    """Run `task.prepare()`, print the summary (and the preview if asked); return the exit code."""
+def run(args):
+    """Run the command on the task; return the exit code."""
     # Imported here, not at the top: spawned generator workers re-import this module (as
     # __mp_main__) and should not load TensorFlow.
     import arena_tf.tasks as tasks
@@ -68,6 +91,9 @@ def prepare(args):
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
+        if args.command == "bench":
+            bench(task, args)
+            return 0
         summary = task.prepare()
         if hasattr(task, "location"):
             print(f"{task.name}: data in {task.location()}")
@@ -88,7 +114,7 @@ def main(argv=None):
     logging.getLogger("arena_tf").setLevel(logging.INFO)  # generation progress, skipped lines
     logging.getLogger("absl").setLevel(logging.ERROR)  # TFDS's notes while probing a data dir
     args = build_parser().parse_args(argv)
-    return prepare(args)
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -71,3 +71,11 @@ def test_module_entry_point_exits_nonzero_with_one_line():
     )
     lines = [line for line in done.stderr.splitlines() if "unknown task" in line]
     assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr
+
+
+def test_bench_times_the_training_pipeline(capsys, tiny_listops_dir):
+    code, out, err = run(capsys, "bench", "--task=listops", f"--data_dir={tiny_listops_dir}",
+                         "--batch_size=4", "--batches=10")
+    assert code == 0, err
+    rate = re.search(r"listops: ([\d,]+) examples/s \(10 batches of 4", out)
+    assert rate and int(rate.group(1).replace(",", "")) > 0

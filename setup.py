@@ -15,6 +15,7 @@ CORE = [
     "numpy>=1.26,<3",
     "pyyaml>=6,<7",
     "pillow>=10",
+    "matplotlib>=3.8,<4",  # plots of the analysis, benchmark and serving reports
 ]
 
 EXTRAS = {
@@ -22,7 +23,7 @@ EXTRAS = {
     "gpu": ["tensorflow[and-cuda]>=2.20,<2.21", "onnxruntime-gpu>=1.20,<2"],
     # The TF Model Garden's attention layers, measured side by side with ours.
     "peers": ["tf-models-official>=2.20,<2.21"],
-    "dev": ["pytest>=8", "pytest-xdist>=3"],
+    "dev": ["pytest>=8", "pytest-xdist>=3", "ruff"],
 }
 
 setup(

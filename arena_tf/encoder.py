@@ -143,6 +143,15 @@ class Encoder(keras.layers.Layer):
         self.final_norm.build(embedded)
 
     def call(self, tokens, training=False):
+        x, mask = self.embed(tokens)
+        x = self.dropout(x, training=training)
+        for block in self.blocks:
+            x = block(x, mask=mask, training=training)
+        return self.pool(self.final_norm(x), mask)
+
+    def embed(self, tokens):
+        """(x [batch, positions, emb_dim], mask bool [batch, positions]) entering the first block:
+        token and position embeddings, with the CLS position first when pooling by CLS."""
         c = self.config
         tokens = ops.cast(tokens, "int32")
         if len(tokens.shape) == 2 and tokens.shape[1] is not None and tokens.shape[1] > c.max_len:
@@ -154,13 +163,14 @@ class Encoder(keras.layers.Layer):
         x = self.token_embedding(tokens)
         if c.pooling == "cls":
             batch = ops.shape(x)[0]
-            x = ops.concatenate([ops.broadcast_to(ops.cast(self.cls, x.dtype), (batch, 1, c.emb_dim)), x], 1)
+            cls = ops.broadcast_to(ops.cast(self.cls, x.dtype), (batch, 1, c.emb_dim))
+            x = ops.concatenate([cls, x], axis=1)
             mask = ops.concatenate([ops.ones((batch, 1), dtype="bool"), mask], axis=1)
-        x = self.dropout(self.position_embedding(x), training=training)
-        for block in self.blocks:
-            x = block(x, mask=mask, training=training)
-        x = self.final_norm(x)
-        if c.pooling == "cls":
+        return self.position_embedding(x), mask
+
+    def pool(self, x, mask):
+        """The CLS position, or the mean over real positions."""
+        if self.config.pooling == "cls":
             return x[:, 0]
         weights = ops.cast(mask, x.dtype)[:, :, None]
         return ops.sum(x * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)

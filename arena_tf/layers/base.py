@@ -76,15 +76,18 @@ class Attention(keras.layers.Layer):
 
     def call(self, inputs, mask=None, training=False):
         mask = self._checked_mask(inputs, mask)
+        attended = self.attend(*self.project(inputs), mask, training=training)
+        return self.output_dense(self._merge_heads(attended, ops.shape(inputs)[0]))
+
+    def project(self, inputs):
+        """(q, k, v) as [batch, heads, length, head_dim]; None for a projection not in use."""
         batch = ops.shape(inputs)[0]
-        q, k, v = (
+        return tuple(
             self._split_heads(getattr(self, f"{name}_dense")(inputs), batch)
             if name in self.projections
             else None
             for name in ("query", "key", "value")
         )
-        attended = self.attend(q, k, v, mask, training=training)
-        return self.output_dense(self._merge_heads(attended, batch))
 
     def attend(self, q, k, v, mask, training=False):
         """Attended values [batch, heads, length, head_dim] from q, k, v and the padding mask."""

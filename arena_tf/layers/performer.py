@@ -32,7 +32,6 @@ Time O(L m d) and memory O(L m + m d) per head for length L, m features and head
     y = layer(x, mask=mask)          # x [batch, length, width], mask bool [batch, length]
 """
 
-import math
 
 import keras
 import numpy as np

@@ -22,7 +22,6 @@ O(h L log L).
     y = layer(x, mask=mask)          # x [batch, length, width], mask bool [batch, length]
 """
 
-import keras
 import numpy as np
 from keras import ops
 

@@ -1,0 +1,72 @@
+"""Command line of the analysis: `python -m arena_tf.analysis span|attention`.
+
+    python -m arena_tf.analysis span runs/pathfinder-full [runs/text-full ...] [--examples 1000]
+                                [--out span.png]
+    python -m arena_tf.analysis attention runs/pathfinder-full --example 3
+
+`span` writes span.json into every run directory and, for several runs (or with --out), a bar
+chart; `attention` writes attention_example_<N>.png into the run directory. Errors are one line on
+stderr and exit status 2.
+"""
+
+import argparse
+import sys
+
+from arena_tf.analysis import plots
+from arena_tf.analysis.commands import draw_attention, measure_span, span_summary
+from arena_tf.analysis.rundir import RunDirError
+from arena_tf.tasks import DataNotFoundError
+
+DEFAULT_CHART = "span.png"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m arena_tf.analysis",
+        description="Required attention span and attention maps of trained LRA models.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    span = commands.add_parser("span", help="mean required attention span (LRA section 2.3)")
+    span.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories of training")
+    span.add_argument("--examples", type=int, default=1000,
+                      help="validation examples to average over (default 1000, as LRA)")
+    span.add_argument("--out", help=f"bar chart PNG (default {DEFAULT_CHART} for several runs)")
+    attention = commands.add_parser("attention", help="attention maps and rollout of one example")
+    attention.add_argument("run_dir", metavar="RUN_DIR", help="run directory of training")
+    attention.add_argument("--example", type=int, default=0,
+                           help="index of the validation example (default 0)")
+    return parser.parse_args(argv)
+
+
+def span_command(args):
+    if args.examples < 1:
+        raise ValueError(f"--examples {args.examples} is invalid; expected a positive count")
+    results = []
+    for run_dir in args.run_dirs:
+        results.append(measure_span(run_dir, args.examples))
+        print(span_summary(results[-1]), flush=True)
+    out = args.out or (DEFAULT_CHART if len(results) > 1 else None)
+    if out:
+        print(f"bar chart of {len(results)} runs: {plots.draw_span_chart(out, results)}")
+
+
+def attention_command(args):
+    for path in draw_attention(args.run_dir, args.example):
+        print(f"attention maps: {path}")
+
+
+COMMANDS = {"span": span_command, "attention": attention_command}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        COMMANDS[args.command](args)
+    except (RunDirError, DataNotFoundError, ValueError, plots.PlottingError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

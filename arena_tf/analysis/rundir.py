@@ -1,0 +1,109 @@
+"""Read a training run directory (`python -m arena_tf.train` writes config.yaml and model.keras).
+
+    run = load_run("runs/pathfinder-full-tiny")
+    run.encoder                         # the trained Encoder inside run.model
+    task = make_task(run.config)        # the task it trained on, reading data as training did
+    sequences(task, "validation", 10)   # the first 10 validation examples' token sequences
+"""
+
+import dataclasses
+import json
+import pathlib
+
+import keras
+import numpy as np
+
+import arena_tf.models  # noqa: F401 (registers the encoder and attention layers for loading)
+import arena_tf.tasks as tasks
+from arena_tf.config import SECTIONS, ConfigError, ExperimentConfig, read_yaml
+
+
+class RunDirError(RuntimeError):
+    """A run directory cannot be analysed; the message says what is missing and how to get it."""
+
+
+@dataclasses.dataclass
+class Run:
+    """A trained run: its directory, merged config and Keras model (with its `encoder` layer)."""
+
+    path: pathlib.Path
+    config: ExperimentConfig
+    model: object
+
+    @property
+    def encoder(self):
+        return self.model.get_layer("encoder")
+
+    @property
+    def label(self):
+        """'task / mechanism (validation accuracy 0.71)', for titles; the accuracy from
+        metrics.json when training wrote one."""
+        path = self.path / "metrics.json"
+        metrics = json.loads(path.read_text()) if path.is_file() else {}
+        accuracy = metrics.get("validation_accuracy")
+        shown = "" if accuracy is None else f" (validation accuracy {accuracy:.2f})"
+        return f"{self.config.task.name} / {self.config.model.attention}{shown}"
+
+
+def read_config(run_dir):
+    """The ExperimentConfig saved in run_dir/config.yaml."""
+    path = pathlib.Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise RunDirError(
+            f"{run_dir} has no config.yaml: not a run directory of `python -m arena_tf.train`; "
+            "pass the --run_dir of a finished training run"
+        )
+    raw = read_yaml(path)
+    try:
+        sections = {name: cls(**raw.get(name, {})) for name, cls in SECTIONS.items()}
+        return ExperimentConfig(**sections)
+    except (TypeError, ConfigError) as error:
+        raise RunDirError(f"{path} is not a valid experiment config ({error})") from None
+
+
+def load_run(run_dir):
+    """The Run in `run_dir`; a RunDirError naming what is missing when it holds no trained model."""
+    run_dir = pathlib.Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError(
+            f"run directory {run_dir} does not exist; pass the --run_dir of a training run"
+        )
+    model_path = run_dir / "model.keras"
+    if not model_path.is_file():
+        raise RunDirError(
+            f"{run_dir} holds no trained model (no model.keras; training writes it when it "
+            f"finishes): train with `python -m arena_tf.train ... --run_dir {run_dir}` first"
+        )
+    config = read_config(run_dir)
+    return Run(run_dir, config, keras.saving.load_model(model_path))
+
+
+def make_task(config):
+    """The task the run trained on, reading (or generating) data as training did."""
+    return tasks.get(
+        config.task.name,
+        data_dir=config.task.data_dir,
+        max_len=config.task.max_len,
+        seed=config.train.seed,
+        **config.task.params,
+    )
+
+
+def examples(task, split, count, start=0):
+    """[(inputs tuple of int32 arrays, label)] of examples start .. start + count of the task's
+    `split`, in the split's fixed order (one array per model input)."""
+    data = task.load_split(split).skip(start).take(count)
+    return [
+        (tuple(inputs) if isinstance(inputs, tuple) else (inputs,), int(label))
+        for inputs, label in data.as_numpy_iterator()
+    ]
+
+
+def sequences(task, split, count):
+    """(int32 [n, length], examples): every input sequence of the first `count` examples of
+    `split` (both documents of a two-tower example, which pass through the same encoder) and the
+    number of examples they came from."""
+    found = examples(task, split, count)
+    if not found:
+        raise RunDirError(f"the {split} split of {task.name} is empty; nothing to analyse")
+    return np.stack([sequence for inputs, _ in found for sequence in inputs]), len(found)

@@ -78,7 +78,9 @@ class SinkhornAttention(Attention):
         real = ops.cast(mask_blocks, "float32")[:, None, :, :, None]
         sums = ops.sum(ops.cast(key_blocks, "float32") * real, axis=3)
         summaries = sums / ops.maximum(ops.sum(real, axis=3), 1.0)
-        projected = ops.matmul(summaries, ops.cast(self.sort_kernel, "float32"))
+        # einsum, not a broadcast matmul: TF 2.20's oneDNN matmul corrupts memory broadcasting a
+        # [heads, d, d] weight over [batch > 1, 1 head, n, d] (a crash with one head).
+        projected = ops.einsum("bhnd,hde->bhne", summaries, ops.cast(self.sort_kernel, "float32"))
         return ops.matmul(projected, ops.swapaxes(summaries, -1, -2)) * self.head_dim**-0.5
 
     def sort_matrix(self, key_blocks, mask_blocks, training=False):

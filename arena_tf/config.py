@@ -183,12 +183,25 @@ class ExperimentConfig:
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig}
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
+        repeated = sorted({str(k) for k in keys if keys.count(k) > 1})
+        if repeated:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key(s) {', '.join(repeated)} given twice", node.start_mark
+            )
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path):
     """A YAML mapping of sections; a clear error naming the file otherwise."""
     try:
-        data = yaml.safe_load(pathlib.Path(path).read_text()) or {}
+        data = yaml.load(pathlib.Path(path).read_text(), Loader=_UniqueKeyLoader) or {}
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(error).split())})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections {', '.join(SECTIONS)}")
     return data

@@ -23,6 +23,8 @@ EXTRAS = {
     "gpu": ["tensorflow[and-cuda]>=2.20,<2.21", "onnxruntime-gpu>=1.20,<2"],
     # The TF Model Garden's attention layers, measured side by side with ours.
     "peers": ["tf-models-official>=2.20,<2.21"],
+    # The serving bench's MLPerf LoadGen cross-check, energy estimate and GPU memory / energy.
+    "serving": ["mlcommons-loadgen>=6,<7", "codecarbon>=3,<4", "nvidia-ml-py>=12"],
     "dev": ["pytest>=8", "pytest-xdist>=3", "ruff"],
 }
 

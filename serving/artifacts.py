@@ -1,0 +1,95 @@
+"""What a run directory holds for serving: its exported artifacts, their metadata and sizes.
+
+The artifacts and their metadata are the export contract (export/): `saved_model/`,
+`saved_model_bf16/`, `saved_model_fp16/`, `model.onnx`, `model.fp16.onnx`, each carrying one JSON
+document (task, max_len, vocab_size, input_names, num_classes, parameters, ...).
+
+    run = RunInfo.read("runs/listops-performer")
+    run.metadata["max_len"], run.task_config.get("data_dir")
+"""
+
+import dataclasses
+import json
+import pathlib
+
+METADATA_FILE = "arena_tf.json"  # SavedModel: assets.extra/arena_tf.json (or assets/)
+ONNX_METADATA_KEY = "arena_tf"
+ARTIFACT_NAMES = ("saved_model", "model.onnx", "saved_model_bf16", "saved_model_fp16",
+                  "model.fp16.onnx")
+
+
+def read_metadata(path):
+    """The arena_tf metadata of an artifact (SavedModel directory or .onnx file); {} if it has none
+    or it cannot be read.
+
+    Read here rather than with export/metadata.py, which imports Keras and TensorFlow: the model
+    process of an ONNX row must not load TensorFlow (seconds of start-up, hundreds of MB of RSS).
+    """
+    path = pathlib.Path(path)
+    try:
+        return saved_model_metadata(path) if path.is_dir() else onnx_metadata(path)
+    except (OSError, ValueError):
+        return {}
+
+
+def saved_model_metadata(path):
+    for folder in ("assets.extra", "assets"):
+        if (path / folder / METADATA_FILE).is_file():
+            return json.loads((path / folder / METADATA_FILE).read_text())
+    return {}
+
+
+def onnx_metadata(path):
+    import onnx
+
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as error:  # protobuf decode errors share no base class
+        raise ValueError(f"{path} is not a readable ONNX model ({error})") from None
+    props = {p.key: p.value for p in model.metadata_props}
+    return json.loads(props[ONNX_METADATA_KEY]) if ONNX_METADATA_KEY in props else {}
+
+
+def size_on_disk(path):
+    """Bytes of a file, or of every file under a directory."""
+    path = pathlib.Path(path)
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+@dataclasses.dataclass
+class RunInfo:
+    """A run directory as the bench sees it: name, metadata (from its first artifact that has any)
+    and the `task` section of its config.yaml (data_dir, max_len, params)."""
+
+    path: pathlib.Path
+    metadata: dict
+    task_config: dict
+
+    @property
+    def name(self):
+        return self.path.name
+
+    @classmethod
+    def read(cls, run_dir):
+        path = pathlib.Path(run_dir)
+        if not path.is_dir():
+            raise FileNotFoundError(f"run directory {path} does not exist; expected a directory "
+                                    "written by python -m arena_tf.train and export/")
+        metadata = next(
+            (m for name in ARTIFACT_NAMES if (path / name).exists()
+             for m in [read_metadata(path / name)] if m),
+            {},
+        )
+        return cls(path=path, metadata=metadata, task_config=read_task_config(path))
+
+
+def read_task_config(run_dir):
+    """The `task` section of RUN_DIR/config.yaml, or {} when the run has no config."""
+    config = pathlib.Path(run_dir) / "config.yaml"
+    if not config.is_file():
+        return {}
+    from arena_tf.config import read_yaml
+
+    return dict(read_yaml(config).get("task") or {})

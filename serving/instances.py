@@ -1,0 +1,93 @@
+"""The instances a bench run sends: a task's test split, or generated tokens where it has none.
+
+    pool = instances.load(metadata, task_config, kind="auto")
+    pool.source            # 'listops test split, 2000 instances' or 'generated tokens (...)'
+    pool.fragments[i]      # instance i as JSON bytes, encoded once before any timing
+    pool.labels            # int array, or None for generated tokens
+
+Every scenario draws from the same pool with fixed seeds, so every model sees the same instances in
+the same order.
+"""
+
+import dataclasses
+import json
+
+import numpy as np
+
+KINDS = ("auto", "test", "generated")
+
+
+@dataclasses.dataclass
+class Instances:
+    """A pool of encoded instances, their labels (None when unknown) and where they came from."""
+
+    fragments: list
+    labels: object
+    source: str
+
+    def __len__(self):
+        return len(self.fragments)
+
+    @classmethod
+    def from_tokens(cls, tokens, labels, source):
+        """From int tokens [n, num_inputs, max_len]: one input is sent as a list of ids, two as a
+        list of two lists (the protocol's instance format)."""
+        single = tokens.shape[1] == 1
+        fragments = [json.dumps(row[0].tolist() if single else row.tolist(),
+                                separators=(",", ":")).encode() for row in tokens]
+        return cls(fragments=fragments, labels=labels, source=source)
+
+
+def load(metadata, task_config=None, kind="auto", data_dir=None, generated_count=2000, seed=0):
+    """The instance pool for a model described by `metadata` (task, max_len, vocab_size, ...).
+
+    kind "test": the task's test split (errors propagate); "generated": random tokens; "auto": the
+    test split where it can be read, otherwise generated tokens, with the reason in `source`.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown instances kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind == "generated":
+        return generated(metadata, generated_count, seed, "asked for with --instances generated")
+    try:
+        return test_split(metadata, task_config or {}, data_dir)
+    except Exception as error:  # reported in every row's instance source, never hidden
+        if kind == "test":
+            raise
+        reason = f"test split unavailable: {type(error).__name__}: {str(error)[:200]}"
+        return generated(metadata, generated_count, seed, reason)
+
+
+def test_split(metadata, task_config, data_dir=None):
+    """The task's whole test split, padded or cut to the model's max_len."""
+    import tensorflow as tf
+
+    tf.config.set_visible_devices([], "GPU")  # the bench must not take the model's GPU memory
+    from arena_tf import tasks
+
+    name = metadata.get("task") or task_config.get("name")
+    if not name:
+        raise ValueError("the run names no task (no metadata task, no config.yaml task.name)")
+    task = tasks.get(name, data_dir=data_dir or task_config.get("data_dir"),
+                     max_len=metadata.get("max_len") or task_config.get("max_len"),
+                     **(task_config.get("params") or {}))
+    tokens, labels = [], []
+    for inputs, label in task.load_split("test").as_numpy_iterator():
+        tokens.append(np.stack(inputs) if isinstance(inputs, tuple) else inputs[None])
+        labels.append(int(label))
+    if not tokens:
+        raise ValueError(f"{name} test split is empty")
+    return Instances.from_tokens(np.stack(tokens), np.asarray(labels),
+                                 f"{name} test split, {len(tokens)} instances")
+
+
+def generated(metadata, count, seed, reason):
+    """`count` random token sequences of the model's full max_len (ids avoid padding), no labels."""
+    missing = [k for k in ("max_len", "vocab_size") if not metadata.get(k)]
+    if missing:
+        raise ValueError(f"cannot generate tokens: the model metadata lacks {', '.join(missing)}")
+    low = 0 if metadata.get("padding_id", 0) is None else 1
+    shape = (count, int(metadata.get("num_inputs") or 1), int(metadata["max_len"]))
+    tokens = np.random.default_rng(seed).integers(low, int(metadata["vocab_size"]), shape)
+    source = (f"generated tokens: {count} random sequences of {shape[2]} ids, seed {seed}, "
+              f"no labels ({reason})")
+    return Instances.from_tokens(tokens, None, source)

@@ -1,0 +1,90 @@
+"""Bench reports: JSON lines, CSV and a Markdown table, each written atomically.
+
+    report.write_all(rows, "bench/")   # bench/results.jsonl, results.csv, results.md
+
+Rows are flat dicts (see serving/bench.py); nested values (server trials) are JSON in the CSV.
+"""
+
+import csv
+import io
+import json
+import pathlib
+
+from arena_tf.files import write_text
+
+MIB = 1 << 20
+
+# (heading, key, format) of the Markdown table; None values print as "-".
+TABLE = (
+    ("model", "model", "{}"),
+    ("runtime", "runtime", "{}"),
+    ("precision", "precision", "{}"),
+    ("scenario", "scenario", "{}"),
+    ("status", "status", "{}"),
+    ("accuracy", "accuracy", "{:.4f}"),
+    ("throughput (inst/s)", "throughput", "{:.1f}"),
+    ("latency p50 / p99 (ms)", ("request_latency_p50_ms", "request_latency_p99_ms"),
+     "{:.2f} / {:.2f}"),
+    ("in-model p50 (ms)", "model_latency_p50_ms", "{:.2f}"),
+    ("server max rate (/s)", "server_max_rate", "{:.1f}"),
+    ("peak RSS (MiB)", "peak_rss_mib", "{:.0f}"),
+    ("peak GPU (MiB)", "peak_gpu_mib", "{:.0f}"),
+    ("energy (W.h)", "energy_wh", "{:.3g}"),
+    ("energy source", "energy_source", "{}"),
+    ("fitness", "fitness", "{:.3g}"),
+    ("note", "note", "{}"),
+)
+
+
+def cell(row, key, fmt):
+    """One formatted table cell; '-' when a value is missing."""
+    keys = key if isinstance(key, tuple) else (key,)
+    values = [derived(row, k) for k in keys]
+    if any(v is None or v == "" for v in values):
+        return "-"
+    return fmt.format(*values).replace("|", "\\|").replace("\n", " ")
+
+
+def derived(row, key):
+    """A row value, with MiB views of byte counts."""
+    if key.endswith("_mib"):
+        value = row.get(key[: -len("_mib")] + "_bytes")
+        return None if value is None else value / MIB
+    return row.get(key)
+
+
+def markdown(rows, notes=()):
+    """A Markdown table of the rows' headline fields, then one bullet per note."""
+    lines = ["| " + " | ".join(h for h, _, _ in TABLE) + " |",
+             "|" + "---|" * len(TABLE)]
+    lines += ["| " + " | ".join(cell(row, k, f) for _, k, f in TABLE) + " |" for row in rows]
+    lines += [""] + [f"- {note}" for note in notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def json_lines(rows):
+    return "".join(json.dumps(row, sort_keys=False, default=str) + "\n" for row in rows)
+
+
+def columns(rows):
+    """Every key of every row, in order of first appearance."""
+    return list(dict.fromkeys(key for row in rows for key in row))
+
+
+def csv_text(rows):
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns(rows), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v
+                         for k, v in row.items()})
+    return out.getvalue()
+
+
+def write_all(rows, out_dir, notes=()):
+    """results.jsonl, results.csv and results.md in `out_dir`, each replaced atomically."""
+    out_dir = pathlib.Path(out_dir)
+    write_text(out_dir / "results.jsonl", json_lines(rows))
+    write_text(out_dir / "results.csv", csv_text(rows))
+    write_text(out_dir / "results.md", markdown(rows, notes))
+    return [out_dir / name for name in ("results.jsonl", "results.csv", "results.md")]

@@ -1,0 +1,256 @@
+"""Runs one scenario against one model process and measures it.
+
+Every scenario sends one untimed warm-up batch first; its answer means the model is loaded and
+ready, and timing starts after it. A measurement window (wall clock, energy, peak GPU memory of
+the model process) covers only the timed part. Request lines are joined from instances encoded
+before timing, and outputs are turned into predictions after it, so the bench adds as little as
+it can to what it measures.
+
+    result = run_scenario(process, pool, scenario, schedule, settings)   # a dict of row fields
+"""
+
+import collections
+import dataclasses
+import json
+import pathlib
+import time
+
+import numpy as np
+
+from serving import energy, gpu, metrics
+from serving.protocol import ModelError, batch_line
+
+
+@dataclasses.dataclass
+class Settings:
+    """How rows run: the device, per-answer timeout, the first answer's timeout (model loading),
+    where the offline files go, and whether to show progress bars."""
+
+    device: str = "cpu"
+    timeout: float = 120.0
+    startup_timeout: float = 600.0
+    work_dir: pathlib.Path = pathlib.Path(".")
+    progress: bool = True
+
+
+class Window:
+    """The timed part of a row: elapsed seconds, energy and peak GPU memory of process `pid`."""
+
+    def __init__(self, device, pid):
+        self.device = device
+        self.pid = pid
+        self.meter = energy.EnergyMeter(device)  # opening sources can be slow: not in the window
+
+    def start(self):
+        self.meter.start()
+        self.sampler = gpu.MemorySampler(self.pid).start() if self.device == "gpu" else None
+        self.started = time.perf_counter()
+        return self
+
+    def stop(self):
+        self.seconds = time.perf_counter() - self.started
+        self.energy = self.meter.stop()
+        peak, note = self.sampler.stop() if self.sampler else (None, "device cpu: no GPU memory")
+        self.fields = {
+            "seconds": self.seconds,
+            "energy_wh": self.energy.wh,
+            "energy_source": self.energy.source,
+            "energy_note": self.energy.note,
+            "peak_gpu_bytes": peak,
+            "peak_gpu_note": note,
+        }
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.stop()
+        return False
+
+
+def progress_bar(settings, total, label):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit="batch", disable=not settings.progress,
+                mininterval=0.5, leave=False)
+
+
+def send(process, pool, indices, timeout):
+    """One batch round trip: (outputs, seconds from sending the line to reading the answer)."""
+    line = batch_line([pool.fragments[i] for i in indices])
+    start = time.perf_counter()
+    outputs = process.request(line, len(indices), timeout)
+    return outputs, time.perf_counter() - start
+
+
+def warm_up(process, pool, indices, settings):
+    """The untimed first batch; its answer means the model is ready. Returns its seconds."""
+    return send(process, pool, indices, settings.startup_timeout)[1]
+
+
+def accuracy_fields(pool, indices, outputs):
+    predictions = [metrics.predicted_class(o) for o in outputs]
+    labels = None if pool.labels is None else pool.labels[np.asarray(indices, dtype=int)]
+    return {"accuracy": metrics.accuracy(predictions, labels)}
+
+
+def run_online(process, pool, scenario, schedule, settings, label=""):
+    """Fixed batching, Poisson batching, single stream: batches in order, one at a time."""
+    warm_up(process, pool, schedule.batches[0], settings)
+    outputs, batch_seconds = [], []
+    with progress_bar(settings, len(schedule.batches), label) as bar, \
+            Window(settings.device, process.pid) as window:
+        for batch in schedule.batches:
+            answer, seconds = send(process, pool, batch, settings.timeout)
+            outputs += answer
+            batch_seconds.append(seconds)
+            bar.update()
+    sizes = [len(b) for b in schedule.batches]
+    return {
+        **window.fields,
+        "throughput": metrics.throughput(schedule.count, window.seconds),
+        **metrics.latency_summary(metrics.per_request(batch_seconds, sizes), "request_latency"),
+        **metrics.latency_summary(batch_seconds, "batch_latency"),
+        **accuracy_fields(pool, schedule.indices, outputs),
+        "_timed_batches": (1, len(schedule.batches)),  # (warm-up batches, timed batches)
+    }
+
+
+def run_offline(process, pool, scenario, schedule, settings, label=""):
+    """Offline: the file handshake; throughput from "ready" to "predicted"."""
+    indices = schedule.indices
+    warm_up(process, pool, indices[:32], settings)
+    stamp = f"{process.pid}-{time.time_ns()}"
+    inputs = settings.work_dir / f"offline-{stamp}.in.jsonl"
+    outputs_file = settings.work_dir / f"offline-{stamp}.out.jsonl"
+    inputs.write_bytes(b"".join(pool.fragments[i] + b"\n" for i in indices))
+    window = Window(settings.device, process.pid)
+    times = process.offline(inputs, outputs_file, settings.timeout,
+                            on_status={"ready": window.start, "predicted": window.stop})
+    outputs = read_outputs(outputs_file, len(indices))
+    for path in (inputs, outputs_file):
+        path.unlink(missing_ok=True)
+    seconds = times["predicted"] - times["ready"]  # as read by the bench, not after the meters
+    return {
+        **window.fields,
+        "seconds": seconds,
+        "throughput": metrics.throughput(len(indices), seconds),
+        "offline_total_seconds": times["written"] - times["ready"],
+        **accuracy_fields(pool, indices, outputs),
+        "_timed_batches": (1, 0),
+    }
+
+
+def read_outputs(path, count):
+    """The offline output file: one JSON output per line, `count` of them."""
+    try:
+        outputs = [json.loads(line) for line in pathlib.Path(path).read_text().splitlines() if line]
+    except (OSError, ValueError) as error:
+        raise ModelError("protocol", f"offline output file unreadable: {error}") from None
+    if len(outputs) != count:
+        raise ModelError("protocol", f"offline output file has {len(outputs)} outputs for "
+                                     f"{count} instances")
+    return outputs
+
+
+def serve_arrivals(process, pool, indices, arrivals, max_batch, max_wait, timeout):
+    """Queries arrive at `arrivals` (s from start); a dynamic batcher sends what is queued once it
+    holds `max_batch` queries, its oldest query has waited `max_wait` s, or no query is left to
+    come. Returns per-query latency (arrival to answer, queueing included), per-batch seconds and
+    sizes, and outputs in query order."""
+    count = len(arrivals)
+    latency, outputs = np.zeros(count), [None] * count
+    batch_seconds, sizes, queue = [], [], collections.deque()
+    arrived = done = 0
+    start = time.perf_counter()
+    while done < count:
+        now = time.perf_counter() - start
+        while arrived < count and arrivals[arrived] <= now:
+            queue.append(arrived)
+            arrived += 1
+        if not queue:
+            time.sleep(max(0.0, arrivals[arrived] - now))
+            continue
+        dispatch_at = arrivals[queue[0]] + max_wait
+        if len(queue) < max_batch and now < dispatch_at and arrived < count:
+            time.sleep(max(0.0, min(dispatch_at, arrivals[arrived]) - now))
+            continue
+        taken = [queue.popleft() for _ in range(min(max_batch, len(queue)))]
+        answer, seconds = send(process, pool, [indices[q] for q in taken], timeout)
+        finished = time.perf_counter() - start
+        for query, output in zip(taken, answer):
+            latency[query] = finished - arrivals[query]
+            outputs[query] = output
+        batch_seconds.append(seconds)
+        sizes.append(len(taken))
+        done += len(taken)
+    return latency, batch_seconds, sizes, outputs
+
+
+def search_rate(trial, start_rate, attempts):
+    """The highest passing rate found in `attempts` trials: double while trials pass, halve while
+    they fail, then bisect between the best pass and the lowest failure.
+
+    `trial(rate)` returns a dict with at least "rate" and "passed". Returns (best or None, all).
+    """
+    low = high = None
+    rate, results = start_rate, []
+    for _ in range(attempts):
+        result = trial(rate)
+        results.append(result)
+        if result["passed"]:
+            low = max(rate, low or rate)
+        else:
+            high = min(rate, high or rate)
+        rate = rate * 2 if high is None else rate / 2 if low is None else (low + high) / 2
+    passed = [r for r in results if r["passed"]]
+    return (max(passed, key=lambda r: r["rate"]) if passed else None), results
+
+
+def run_server(process, pool, scenario, schedule, settings, label=""):
+    """Server: the highest Poisson arrival rate whose p99 latency stays within the bound."""
+    options = scenario.options
+    max_batch, max_wait = options.server_max_batch, options.server_max_wait_ms / 1e3
+    bound = options.server_p99_ms / 1e3
+    probe = schedule.indices[:max_batch]
+    warm_up(process, pool, probe, settings)
+    start_rate = options.server_start_rate or 0.5 * len(probe) / send(
+        process, pool, probe, settings.timeout)[1]
+    indices = schedule.indices
+    sent = [2]  # batches the worker has seen: warm-up and probe
+
+    def trial(rate):
+        with progress_bar(settings, None, f"{label} {rate:.1f}/s") as bar, \
+                Window(settings.device, process.pid) as window:
+            latency, seconds, sizes, outputs = serve_arrivals(
+                process, pool, indices, scenario.arrivals(rate, len(indices)), max_batch,
+                max_wait, settings.timeout)
+            bar.update(len(seconds))
+        p99 = metrics.nearest_rank(latency, 99)
+        result = {"rate": rate, "passed": p99 <= bound, "p99_ms": p99 * 1e3,
+                  "_timed_batches": (sent[0], len(seconds))}
+        sent[0] += len(seconds)
+        result.update(window.fields, throughput=metrics.throughput(len(indices), window.seconds),
+                      **metrics.latency_summary(latency, "request_latency"),
+                      **metrics.latency_summary(seconds, "batch_latency"),
+                      **accuracy_fields(pool, indices, outputs))
+        return result
+
+    best, trials = search_rate(trial, start_rate, options.server_trials)
+    summary = [{k: t[k] for k in ("rate", "p99_ms", "passed")} for t in trials]
+    fields = {k: v for k, v in (best or {}).items() if k not in ("rate", "passed", "p99_ms")}
+    note = "" if best else (f"no tried rate met p99 <= {options.server_p99_ms:g} ms; lowest "
+                            f"tried {min(t['rate'] for t in trials):.3g}/s")
+    return {**fields, "server_max_rate": best["rate"] if best else None,
+            "server_p99_bound_ms": options.server_p99_ms, "server_trials": summary,
+            "server_note": note, "_timed_batches": fields.get("_timed_batches", (0, 0))}
+
+
+RUNNERS = {"fixed": run_online, "poisson": run_online, "single_stream": run_online,
+           "offline": run_offline, "server": run_server}
+
+
+def run_scenario(process, pool, scenario, schedule, settings, label=""):
+    """The measured fields of one scenario run (see the run_* functions)."""
+    return RUNNERS[scenario.name](process, pool, scenario, schedule, settings, label)

@@ -1,0 +1,164 @@
+"""Inference runtimes behind one small interface, found by name in a registry.
+
+    runtime = runtimes.get("onnxruntime")(path, precision="fp32", device="cpu")
+    runtime.load()                           # raises Unsupported for a combination that cannot run
+    logits = runtime.predict((tokens,))      # int32 [batch, max_len] arrays -> float32 [batch, classes]
+    runtime.describe()                       # {"runtime", "precision", "device", "providers"}
+
+Each runtime names the artifact it reads for each precision (the export contract). A combination
+that cannot run as asked (CUDA without a GPU, TensorRT absent, a missing artifact, bf16 in ONNX) is
+reported as `Unsupported`, never run on something else: ONNX Runtime's session providers are checked
+after the session is created, since ONNX Runtime falls back to the CPU silently.
+"""
+
+import pathlib
+
+import numpy as np
+
+from serving.registry import Registry
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+DEVICES = ("cpu", "gpu")
+
+RUNTIMES = Registry("runtime", sort=True)
+register, available, get = RUNTIMES.register, RUNTIMES.available, RUNTIMES.get
+
+
+class Unsupported(RuntimeError):
+    """This runtime cannot run this artifact, precision or device here; the message says why."""
+
+
+def artifact_path(run_dir, runtime, precision, device="cpu"):
+    """The artifact `runtime` reads for `precision` in `run_dir`; Unsupported when the runtime does
+    not run on `device`, the contract has no such artifact or the run does not hold it."""
+    cls = get(runtime)
+    if device not in cls.devices:
+        raise Unsupported(f"{runtime} runs on {' or '.join(cls.devices)}, not {device}")
+    name = cls.artifacts.get(precision)
+    if name is None:
+        raise Unsupported(f"{runtime} has no {precision} artifact in the export contract "
+                          f"(it reads {', '.join(f'{p}: {n}' for p, n in cls.artifacts.items())})")
+    path = pathlib.Path(run_dir) / name
+    if not path.exists():
+        raise Unsupported(f"{path} is missing; export it (python {cls.exporter} {run_dir})")
+    return path
+
+
+class Runtime:
+    """Loads one exported artifact and predicts batches of token arrays.
+
+    Subclasses set `artifacts` ({precision: file or folder name in a run directory}), `devices`
+    (where they can run), `exporter` (the script that writes their artifacts), and implement
+    `_load` and `predict`.
+    """
+
+    name = None
+    artifacts = {}
+    devices = DEVICES
+    exporter = None
+
+    def __init__(self, path, precision="fp32", device="cpu", metadata=None):
+        self.path = pathlib.Path(path)
+        self.precision = precision
+        self.device = device
+        self.metadata = metadata or {}
+        self.providers = []
+
+    def load(self):
+        """Make the model ready to predict; Unsupported if it cannot run as asked."""
+        if self.device not in self.devices:
+            raise Unsupported(f"{self.name} runs on {' or '.join(self.devices)}, not {self.device}")
+        self._load()
+        return self
+
+    def _load(self):
+        raise NotImplementedError
+
+    def predict(self, inputs):
+        """Float32 logits [batch, classes] for a tuple of int32 arrays, one per model input."""
+        raise NotImplementedError
+
+    def describe(self):
+        return {"runtime": self.name, "precision": self.precision, "device": self.device,
+                "providers": list(self.providers)}
+
+    def input_names(self, available_names):
+        """The model's input names in the order of the instances' inputs (metadata order when
+        the metadata names them, else sorted)."""
+        named = [n for n in self.metadata.get("input_names", []) if n in available_names]
+        return named if len(named) == len(available_names) else sorted(available_names)
+
+    def output_name(self, available_names):
+        """The logits output: the metadata's `output_name`, or the only output there is."""
+        wanted = self.metadata.get("output_name")
+        if wanted in available_names:
+            return wanted
+        if len(available_names) == 1:
+            return next(iter(available_names))
+        raise ValueError(f"{self.path}: cannot tell the logits among outputs "
+                         f"{sorted(available_names)}; expected one named {wanted or 'logits'}")
+
+
+@register("tf")
+class TensorFlowRuntime(Runtime):
+    """A TensorFlow SavedModel's `serving_default` signature (FP32, or the bf16 / fp16 exports,
+    which compute in reduced precision inside and keep int32 in, float32 out)."""
+
+    artifacts = {"fp32": "saved_model", "bf16": "saved_model_bf16", "fp16": "saved_model_fp16"}
+    exporter = "export/to_savedmodel.py"
+
+    def _load(self):
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices("GPU")
+        if self.device == "gpu" and not gpus:
+            raise Unsupported("TensorFlow sees no GPU (is tensorflow[and-cuda] installed?)")
+        for gpu in gpus:  # take memory as needed, so peak GPU memory means something
+            tf.config.experimental.set_memory_growth(gpu, True)
+        self.function = tf.saved_model.load(str(self.path)).signatures["serving_default"]
+        self.inputs = self.input_names(set(self.function.structured_input_signature[1]))
+        self.output = self.output_name(set(self.function.structured_outputs))
+        self.providers = [d.name for d in tf.config.list_logical_devices(self.device.upper())]
+        self._tf = tf
+
+    def predict(self, inputs):
+        feed = {name: self._tf.constant(x) for name, x in zip(self.inputs, inputs)}
+        return np.asarray(self.function(**feed)[self.output], dtype=np.float32)
+
+
+@register("onnxruntime")
+class OnnxRuntime(Runtime):
+    """An ONNX model in ONNX Runtime on the device's execution provider."""
+
+    artifacts = {"fp32": "model.onnx", "fp16": "model.fp16.onnx"}
+    exporter = "export/to_onnx.py"
+    provider_of_device = {"cpu": "CPUExecutionProvider", "gpu": "CUDAExecutionProvider"}
+    devices = tuple(provider_of_device)
+
+    def _load(self):
+        import onnxruntime as ort
+
+        wanted = self.provider_of_device[self.device]
+        present = ort.get_available_providers()
+        if wanted not in present:
+            raise Unsupported(f"{wanted} is not in this onnxruntime build (it has "
+                              f"{', '.join(present)}); install onnxruntime-gpu, see README")
+        self.session = ort.InferenceSession(str(self.path), providers=[wanted])
+        self.providers = self.session.get_providers()
+        if self.providers[0] != wanted:
+            raise Unsupported(f"ONNX Runtime could not create {wanted} (the session fell back to "
+                              f"{', '.join(self.providers)}); see the worker log for the cause")
+        self.inputs = self.input_names({i.name for i in self.session.get_inputs()})
+        self.output = self.output_name({o.name for o in self.session.get_outputs()})
+
+    def predict(self, inputs):
+        feed = dict(zip(self.inputs, inputs))
+        return np.asarray(self.session.run([self.output], feed)[0], dtype=np.float32)
+
+
+@register("tensorrt")
+class TensorRTRuntime(OnnxRuntime):
+    """The ONNX model in ONNX Runtime's TensorRT execution provider (GPU only)."""
+
+    provider_of_device = {"gpu": "TensorrtExecutionProvider"}
+    devices = ("gpu",)

@@ -1,0 +1,60 @@
+"""Serving fixtures: a tiny exported run directory, made here until export/ writes real ones.
+
+`tiny_run` holds what the export contract promises for FP32: saved_model/ (Keras 3
+`model.export`, int32 input `tokens` [None, 32]), model.onnx (tf2onnx), each with its arena_tf
+metadata, and a config.yaml whose task (ListOps) reads a 20-instance generated test split.
+"""
+
+import json
+import sys
+
+import pytest
+import yaml
+
+MAX_LEN = 32
+FAKE_MODEL = [sys.executable, "-m", "tests.serving.fake_model"]
+
+
+def export_tiny_model(run, data_dir):
+    """Write saved_model/, model.onnx (with metadata) and config.yaml into `run`."""
+    import onnx
+    import tensorflow as tf
+    import tf2onnx
+
+    from arena_tf.config import ModelConfig
+    from arena_tf.models import build_classifier, count_parameters
+
+    config = ModelConfig(attention="full", num_layers=1, num_heads=2, emb_dim=16, qkv_dim=16,
+                         mlp_dim=32, max_len=MAX_LEN, vocab_size=16, num_classes=10,
+                         dropout=0.0, attention_dropout=0.0)
+    model = build_classifier(config)
+    spec = tf.TensorSpec([None, MAX_LEN], tf.int32, name="tokens")
+    metadata = {"task": "listops", "mechanism": "full", "model_config": config.to_dict(),
+                "vocab_size": 16, "max_len": MAX_LEN, "num_inputs": 1, "input_names": ["tokens"],
+                "output_name": "logits", "num_classes": 10, "padding_id": 0,
+                "parameters": count_parameters(model), "precision": "fp32", "source": "fixture"}
+    model.export(str(run / "saved_model"), format="tf_saved_model", input_signature=[spec],
+                 verbose=False)
+    (run / "saved_model" / "assets.extra").mkdir()
+    (run / "saved_model" / "assets.extra" / "arena_tf.json").write_text(json.dumps(metadata))
+    logits = tf.function(lambda tokens: {"logits": model(tokens, training=False)})
+    proto, _ = tf2onnx.convert.from_function(logits, input_signature=[spec], opset=17)
+    onnx.helper.set_model_props(proto, {"arena_tf": json.dumps(metadata)})
+    onnx.save(proto, str(run / "model.onnx"))
+    task = {"name": "listops", "data_dir": str(data_dir), "max_len": MAX_LEN, "params": {}}
+    (run / "config.yaml").write_text(yaml.safe_dump({"task": task}))
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """A run directory with an FP32 SavedModel and ONNX model of a 1-layer ListOps classifier."""
+    from arena_tf.generators import listops
+
+    root = tmp_path_factory.mktemp("serving")
+    data_dir = root / "listops"
+    spec = listops.ListOpsSpec(train=4, validation=4, test=20, min_length=10, max_length=40, seed=3)
+    listops.generate(data_dir, spec, processes=1)
+    run = root / "tiny"
+    run.mkdir()
+    export_tiny_model(run, data_dir)
+    return run

@@ -1,0 +1,190 @@
+"""The bench end to end: every scenario under TensorFlow and ONNX Runtime, unsupported rows, foreign
+commands, failing models, bad command lines, LoadGen."""
+
+import json
+import shlex
+import sys
+
+import numpy as np
+import pytest
+
+from serving import bench
+
+from .conftest import FAKE_MODEL, MAX_LEN
+
+SMALL = ["--batch-size", "8", "--poisson-mean", "4", "--count", "poisson=24",
+         "--count", "single_stream=30", "--count", "offline=40", "--count", "server=16",
+         "--server-trials", "2", "--server-max-batch", "4", "--quiet"]
+
+
+def run_bench(*args):
+    """(exit status, rows of results.jsonl) of `python -m serving.bench ARGS`."""
+    out = args[args.index("--out") + 1]
+    status = bench.main([str(a) for a in args])
+    lines = (out / "results.jsonl").read_text().splitlines() if status != 2 else []
+    return status, [json.loads(line) for line in lines]
+
+
+def listops_test_split(tiny_run):
+    """The tiny run's ListOps test labels and token sums (what the fake model predicts from)."""
+    from arena_tf import tasks
+
+    task = tasks.get("listops", data_dir=str(tiny_run.parent / "listops"), max_len=MAX_LEN)
+    pairs = list(task.load_split("test").as_numpy_iterator())
+    return np.array([t for t, _ in pairs]), np.array([int(y) for _, y in pairs])
+
+
+@pytest.fixture(scope="module")
+def every_scenario(tiny_run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    status, rows = run_bench(tiny_run, "--runtime", "tf,onnxruntime", "--scenario", "all",
+                             "--out", out, *SMALL)
+    return status, rows, out
+
+
+def test_every_scenario_runs_under_tensorflow_and_onnxruntime(every_scenario):
+    status, rows, out = every_scenario
+    assert status == 0
+    assert [(r["runtime"], r["scenario"]) for r in rows] == [
+        (runtime, scenario) for runtime in ("tf", "onnxruntime")
+        for scenario in ("fixed", "poisson", "single_stream", "offline", "server")]
+    assert {r["status"] for r in rows} == {"ok"}, [r["note"] for r in rows]
+    counts = {(r["runtime"], r["scenario"]): (r.get("count"), r.get("batches")) for r in rows}
+    assert counts[("tf", "fixed")] == (20, 3)  # the whole 20-instance test split, batches of 8
+    assert counts[("onnxruntime", "single_stream")] == (30, 30)
+    assert counts[("tf", "offline")] == (40, 1)
+    for row in rows:
+        assert row["throughput"] > 0 and row["instances"] == "listops test split, 20 instances"
+        assert row["energy_wh"] is not None or row["energy_note"]  # a number, or why not
+        assert row["parameters"] > 0 and row["size_bytes"] > 0
+
+
+def test_rows_report_cycling_latencies_in_and_out_of_the_model(every_scenario):
+    _, rows, _ = every_scenario
+    by = {(r["runtime"], r["scenario"]): r for r in rows}
+    assert "cycled through the 20-instance pool (30 instances)" in by[("tf", "single_stream")]["note"]
+    assert by[("tf", "fixed")]["note"] == ""
+    for key in [k for k in by if k[1] != "offline"]:
+        row = by[key]
+        assert 0 < row["model_latency_mean_ms"] <= row["batch_latency_mean_ms"]
+        assert row["request_latency_p50_ms"] <= row["request_latency_p99_ms"]
+    server = by[("onnxruntime", "server")]
+    assert len(server["server_trials"]) == 2 and server["server_p99_bound_ms"] == 100.0
+    assert by[("tf", "offline")]["model_offline_seconds"] > 0
+
+
+def test_memory_is_the_model_process_own(every_scenario):
+    _, rows, _ = every_scenario
+    peak = {r["runtime"]: r["peak_rss_bytes"] for r in rows}
+    assert 10e6 < peak["onnxruntime"] < 500e6 < peak["tf"]  # ONNX rows load no TensorFlow
+
+
+def test_accuracy_is_that_of_the_model_on_the_test_split(every_scenario, tiny_run):
+    import onnxruntime as ort
+
+    _, rows, _ = every_scenario
+    tokens, labels = listops_test_split(tiny_run)
+    session = ort.InferenceSession(str(tiny_run / "model.onnx"), providers=["CPUExecutionProvider"])
+    expected = float(np.mean(session.run(None, {"tokens": tokens})[0].argmax(1) == labels))
+    fixed = [r for r in rows if r["scenario"] == "fixed"]
+    assert [r["accuracy"] for r in fixed] == [pytest.approx(expected)] * 2
+
+
+def test_reports_and_plots_are_written(every_scenario):
+    _, rows, out = every_scenario
+    table = (out / "results.md").read_text().splitlines()
+    assert len([line for line in table if line.startswith("| tiny |")]) == len(rows)
+    assert (out / "results.csv").read_text().count("\n") == len(rows) + 1
+    pytest.importorskip("matplotlib")
+    assert (out / "radar_tiny.png").read_bytes().startswith(b"\x89PNG")
+    assert (out / "bubbles.png").is_file()
+
+
+def test_unsupported_combinations_are_rows_and_start_no_process(tiny_run, tmp_path):
+    status, rows = run_bench(tiny_run, "--runtime", "onnxruntime,tensorrt", "--precision",
+                             "fp16,bf16", "--scenario", "single_stream", "--out", tmp_path)
+    assert status == 0 and [r["status"] for r in rows] == ["unsupported"] * 4
+    assert "model.fp16.onnx is missing" in rows[0]["note"]
+    assert "tensorrt runs on gpu, not cpu" in rows[2]["note"]
+    assert not list((tmp_path / "logs").glob("*.log"))
+
+
+def test_a_pentathlon_command_is_benchmarked_like_an_artifact(tiny_run, tmp_path):
+    command = shlex.join([*FAKE_MODEL, "answer"])
+    status, rows = run_bench(tiny_run, "--command", command, "--name", "fake", "--scenario",
+                             "fixed,offline", "--out", tmp_path, *SMALL)
+    tokens, labels = listops_test_split(tiny_run)
+    expected = float(np.mean(tokens.sum(1) % 10 == labels))  # the fake predicts sum mod 10
+    assert status == 0 and [r["status"] for r in rows] == ["ok", "ok"]
+    assert [r["accuracy"] for r in rows] == [pytest.approx(expected)] * 2
+    assert rows[0]["model"] == "fake" and rows[0]["model_latency_mean_ms"] is None
+
+
+@pytest.mark.parametrize("mode, reason", [
+    ("error", "this model refuses everything"),
+    ("crash", "exited with code 3 before answering: fake model crashed"),
+    ("hang", "no answer within 1 s; killed"),
+])
+def test_failing_models_are_failed_rows_and_the_next_row_runs(tiny_run, tmp_path, mode, reason):
+    status, rows = run_bench(tiny_run, "--command", shlex.join([*FAKE_MODEL, mode]),
+                             "--scenario", "single_stream,offline", "--timeout", "1",
+                             "--startup-timeout", "1", "--out", tmp_path, *SMALL)
+    assert status == 1
+    assert [(r["scenario"], r["status"]) for r in rows] == [("single_stream", "failed"),
+                                                            ("offline", "failed")]
+    assert all(reason in r["note"] for r in rows)
+
+
+def test_instances_a_model_cannot_use_are_answered_with_errors(tiny_run, tmp_path):
+    command = shlex.join([sys.executable, "-m", "serving.worker", str(tiny_run / "model.onnx"),
+                         "--runtime", "onnxruntime"])
+    status, rows = run_bench("--command", command, "--task", "listops", "--max-len", "16",
+                             "--instances", "generated", "--scenario", "single_stream,fixed",
+                             "--out", tmp_path, *SMALL)
+    assert status == 1 and [r["status"] for r in rows] == ["failed", "failed"]
+    assert f"instances must each be {MAX_LEN} token ids" in rows[1]["note"]
+    assert rows[0]["instances"].startswith("generated tokens: 30 random sequences of 16 ids")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["{missing}"], "run directory .* does not exist"),
+    (["{run}", "--runtime", "tvm"], "--runtime 'tvm': unknown tvm; expected .*onnxruntime"),
+    (["{run}", "--scenario", "fixed,burst"], "unknown burst"),
+    (["{run}", "--count", "single_stream=0"], "--count 'single_stream=0' is invalid"),
+    (["{run}", "--batch-size", "0"], "--batch-size=0: expected a positive number"),
+    (["{run}", "--device", "gpu"], "--device gpu, but no NVIDIA GPU is visible"),
+    (["--command", "python model.py"], "--command needs a RUN_DIR or --task"),
+])
+def test_bad_input_is_one_line_and_exit_status_2(tiny_run, tmp_path, capsys, args, message):
+    from serving import gpu
+
+    if "gpu" in args and gpu.available()[0]:
+        pytest.skip("this machine has a GPU")
+    args = [a.format(run=tiny_run, missing=tmp_path / "nope") for a in args]
+    assert bench.main([*args, "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1
+    assert __import__("re").search(message, error[0])
+
+
+def test_loadgen_missing_says_how_to_install_it(tiny_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mlperf_loadgen", None)
+    assert bench.main([str(tiny_run), "--loadgen", "--out", str(tmp_path)]) == 2
+    assert "pip install mlcommons-loadgen" in capsys.readouterr().err
+
+
+def test_loadgen_runs_single_stream_server_and_offline(tiny_run, tmp_path):
+    pytest.importorskip("mlperf_loadgen")
+    status, rows = run_bench(tiny_run, "--runtime", "onnxruntime", "--scenario", "single_stream",
+                             "--loadgen", "--loadgen-min-ms", "200", "--server-rate", "50",
+                             "--out", tmp_path, *SMALL)
+    loadgen_rows = {r["scenario"]: r for r in rows[1:]}
+    assert status == 0 and list(loadgen_rows) == ["loadgen_single_stream", "loadgen_server",
+                                                  "loadgen_offline"]
+    for row in loadgen_rows.values():
+        assert row["status"] == "ok" and row["throughput"] > 0
+        assert row["loadgen_validity"] in ("VALID", "INVALID")
+        assert (tmp_path / "logs" / row["loadgen_log"].split("/logs/")[1] /
+                "mlperf_log_summary.txt").is_file()
+    assert loadgen_rows["loadgen_server"]["server_max_rate"] == pytest.approx(50, rel=0.3)
+    assert loadgen_rows["loadgen_single_stream"]["request_latency_p90_ms"] > 0

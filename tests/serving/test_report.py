@@ -1,0 +1,82 @@
+"""Reports: atomic writes, the CSV and Markdown contents, the plots."""
+
+import csv
+import json
+import pathlib
+import re
+import sys
+
+import pytest
+
+from serving import plots, report
+
+ROWS = [
+    {"model": "a", "runtime": "tf", "precision": "fp32", "scenario": "fixed", "status": "ok",
+     "accuracy": 0.5, "throughput": 100.0, "request_latency_p50_ms": 1.0,
+     "request_latency_p99_ms": 2.0, "peak_rss_bytes": 200 << 20, "energy_wh": 0.01,
+     "parameters": 1000, "note": "", "server_trials": [{"rate": 1.0, "passed": True}]},
+    {"model": "a", "runtime": "onnxruntime", "precision": "fp16", "scenario": "fixed",
+     "status": "unsupported", "note": "model.fp16.onnx is missing | export it"},
+]
+
+
+def test_reports_hold_every_row(tmp_path):
+    report.write_all(ROWS, tmp_path)
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line)["runtime"] for line in lines] == ["tf", "onnxruntime"]
+    with open(tmp_path / "results.csv") as f:
+        table = list(csv.DictReader(f))
+    assert table[0]["accuracy"] == "0.5" and table[1]["accuracy"] == ""
+    assert json.loads(table[0]["server_trials"]) == [{"rate": 1.0, "passed": True}]
+    markdown = (tmp_path / "results.md").read_text().splitlines()
+    assert "| a | tf | fp32 | fixed | ok | 0.5000 | 100.0 | 1.00 / 2.00 |" in markdown[2]
+    assert "| 200 |" in markdown[2]  # peak RSS in MiB
+    cells = [re.split(r"(?<!\\)\|", line) for line in (markdown[0], markdown[3])]
+    assert len(cells[0]) == len(cells[1])  # the note's "|" is escaped, not a new column
+
+
+def test_a_failed_write_leaves_the_previous_report_whole(tmp_path, monkeypatch):
+    report.write_all(ROWS[:1], tmp_path)
+    before = {p.name: p.read_text() for p in tmp_path.iterdir()}
+
+    def write_half_then_fail(self, text, *args, **kwargs):
+        with open(self, "w") as f:
+            f.write(text[: len(text) // 2])
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pathlib.Path, "write_text", write_half_then_fail)
+    with pytest.raises(OSError, match="disk full"):
+        report.write_all(ROWS, tmp_path)
+    monkeypatch.undo()
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before  # no temporaries left
+
+
+def test_radar_and_bubble_charts_are_pngs(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = [dict(ROWS[0], scenario=s) for s in ("fixed", "single_stream", "offline")]
+    rows += [dict(r, runtime="onnxruntime", throughput=300.0, peak_rss_bytes=50 << 20)
+             for r in rows]
+    paths, notes = plots.write_all(rows, tmp_path)
+    assert sorted(p.name for p in paths) == ["bubbles.png", "radar_a.png"] and not notes
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
+
+
+def test_without_matplotlib_there_are_no_plots_and_a_note_says_how_to_get_them(tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert plots.write_all(ROWS, tmp_path) == ([], [
+        "no plots: matplotlib is not installed (pip install matplotlib)"])
+
+
+def test_radar_scores_put_the_best_value_on_the_outer_ring():
+    assert plots.scores([100.0, 50.0, None], True, False) == [1.0, 0.5, None]
+    assert plots.scores([10.0, 20.0], False, False) == [1.0, 0.5]
+    assert plots.scores([0.0, 0.5], True, False) == [0.0, 1.0]  # zero accuracy is a value
+
+
+def test_without_accuracy_there_is_no_bubble_chart_and_a_note_says_why(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = [dict(ROWS[0], accuracy=None)]
+    paths, notes = plots.write_all(rows, tmp_path)
+    assert [p.name for p in paths] == ["radar_a.png"]
+    assert "accuracy needs the task's test split" in notes[0]

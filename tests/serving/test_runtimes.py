@@ -1,0 +1,65 @@
+"""Runtimes: the registry, artifacts per precision, unsupported combinations, equal predictions."""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from serving import artifacts, runtimes
+from serving.runtimes import Unsupported
+
+from .conftest import MAX_LEN
+
+
+def test_registry_maps_names_to_runtimes():
+    assert runtimes.available() == ["onnxruntime", "tensorrt", "tf"]
+    assert runtimes.get("tf").artifacts["bf16"] == "saved_model_bf16"
+    with pytest.raises(ValueError, match="expected one of onnxruntime, tensorrt, tf"):
+        runtimes.get("tvm")
+
+
+@pytest.mark.parametrize("runtime, precision, device, message", [
+    ("tf", "fp16", "cpu", "saved_model_fp16 is missing; export it .*to_savedmodel.py"),
+    ("onnxruntime", "fp16", "cpu", "model.fp16.onnx is missing; export it .*to_onnx.py"),
+    ("onnxruntime", "bf16", "cpu", "no bf16 artifact in the export contract"),
+    ("tensorrt", "fp32", "cpu", "tensorrt runs on gpu, not cpu"),
+])
+def test_combinations_that_cannot_run_say_why(tiny_run, runtime, precision, device, message):
+    with pytest.raises(Unsupported, match=message):
+        runtimes.artifact_path(tiny_run, runtime, precision, device)
+
+
+def test_an_onnxruntime_fallback_to_the_cpu_is_unsupported_not_run(tiny_run, monkeypatch):
+    class Session:
+        def __init__(self, path, providers):
+            pass
+
+        def get_providers(self):
+            return ["CPUExecutionProvider"]  # CUDA could not be created
+
+    fake = types.SimpleNamespace(InferenceSession=Session, get_available_providers=lambda: [
+        "CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setitem(sys.modules, "onnxruntime", fake)
+    runtime = runtimes.get("onnxruntime")(tiny_run / "model.onnx", device="gpu")
+    with pytest.raises(Unsupported, match="fell back to CPUExecutionProvider"):
+        runtime.load()
+
+
+def test_tensorflow_and_onnxruntime_predict_the_same_logits(tiny_run):
+    tokens = np.random.default_rng(0).integers(1, 16, (3, MAX_LEN)).astype(np.int32)
+    logits = []
+    for name, artifact in (("tf", "saved_model"), ("onnxruntime", "model.onnx")):
+        path = tiny_run / artifact
+        runtime = runtimes.get(name)(path, metadata=artifacts.read_metadata(path)).load()
+        logits.append(runtime.predict((tokens,)))
+        assert logits[-1].dtype == np.float32 and logits[-1].shape == (3, 10)
+        assert runtime.describe()["providers"]
+    np.testing.assert_allclose(logits[0], logits[1], atol=1e-4)
+
+
+def test_metadata_is_read_from_both_artifact_kinds(tiny_run):
+    for name in ("saved_model", "model.onnx"):
+        metadata = artifacts.read_metadata(tiny_run / name)
+        assert metadata["max_len"] == MAX_LEN and metadata["input_names"] == ["tokens"]
+    assert artifacts.read_metadata(tiny_run / "config.yaml") == {}

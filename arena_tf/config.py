@@ -184,7 +184,8 @@ SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig}
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last silently)."""
+    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last silently)
+    and reads 1e-3 as a number (YAML 1.1 asks for 1.0e-3)."""
 
     def construct_mapping(self, node, deep=False):
         keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
@@ -196,6 +197,13 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
 def read_yaml(path):
     """A YAML mapping of sections; a clear error naming the file otherwise."""
     try:
@@ -205,6 +213,13 @@ def read_yaml(path):
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections {', '.join(SECTIONS)}")
     return data
+
+
+def deep_merge(old, new):
+    """`new` over `old`: dicts merge key by key at every depth, anything else is replaced."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {**old, **{k: deep_merge(old.get(k), v) for k, v in new.items()}}
+    return copy.deepcopy(new)
 
 
 def merge_into(raw, layer, source):
@@ -222,23 +237,20 @@ def merge_into(raw, layer, source):
                     f"{', '.join(sorted(known))}"
                 )
             target = raw.setdefault(section, {})
-            if isinstance(value, dict) and isinstance(target.get(key), dict):
-                target[key] = {**target[key], **copy.deepcopy(value)}  # dict fields merge
-            else:
-                target[key] = copy.deepcopy(value)
+            target[key] = deep_merge(target.get(key), value)
             raw.setdefault("_sources", {})[f"{section}.{key}"] = str(source)
 
 
 def parse_override(text):
-    """'train.batch_size=8' -> {'train': {'batch_size': 8}}; values are parsed as YAML, and a third
-    level reaches into dict fields: 'model.attention_params.kernel=relu'."""
+    """'train.batch_size=8' -> {'train': {'batch_size': 8}}; values are parsed as YAML, and deeper
+    keys reach into dict fields: 'task.params.generator_spec.train=500'."""
     key, sep, value = text.partition("=")
     path = key.strip().split(".")
-    if not sep or not 2 <= len(path) <= 3 or not all(path):
+    if not sep or len(path) < 2 or not all(path):
         raise ConfigError(
             f"--set {text!r} is invalid; expected section.key=value, e.g. train.batch_size=8"
         )
-    nested = yaml.safe_load(value)
+    nested = yaml.load(value, Loader=_UniqueKeyLoader)
     for name in reversed(path[1:]):
         nested = {name: nested}
     return {path[0]: nested}

@@ -39,3 +39,9 @@ def build_classifier(config):
 def count_parameters(model):
     """Number of trainable and non-trainable scalars of a built model."""
     return int(sum(ops.size(w) for w in model.weights))
+
+
+def load_classifier(path):
+    """A saved classifier (`model.keras`); importing this module registers arena_tf's layers,
+    which plain `keras.saving.load_model` needs first."""
+    return keras.saving.load_model(path)

@@ -48,7 +48,7 @@ def test_a_key_given_twice_in_one_file_is_refused(configs):
         load_experiment("listops", "local", derived=DERIVED, configs_dir=configs)
 
 
-@pytest.mark.parametrize("text", ["batch_size=3", "train.batch_size", "a.b.c.d=1"])
+@pytest.mark.parametrize("text", ["batch_size=3", "train.batch_size", "train..x=1"])
 def test_malformed_override_is_one_clear_error(text):
     with pytest.raises(ConfigError, match="expected section.key=value"):
         parse_override(text)
@@ -61,3 +61,13 @@ def test_unknown_task_model_and_preset_list_the_known_ones(configs):
         load_experiment("listops", "locale", configs_dir=configs)
     with pytest.raises(ConfigError, match="unknown preset 'huge'; expected one of tiny"):
         load_experiment("listops", "local", preset="huge", configs_dir=configs)
+
+
+def test_set_reaches_any_depth_and_reads_exponent_numbers(configs):
+    write(configs / "presets" / "tiny.listops.yaml",
+          "task:\n  params:\n    generator_spec: {train: 100, test: 10}\n")
+    config = load_experiment("listops", "local", ["task.params.generator_spec.train=500",
+                                                  "train.learning_rate=1e-3"],
+                             preset="tiny", derived=DERIVED, configs_dir=configs)
+    assert config.task.params == {"generator_spec": {"train": 500, "test": 10}}
+    assert config.train.learning_rate == 0.001

@@ -6,7 +6,7 @@ import pytest
 import keras
 
 from arena_tf.config import ConfigError, ModelConfig
-from arena_tf.models import build_classifier, count_parameters
+from arena_tf.models import build_classifier, count_parameters, load_classifier
 
 
 def tiny(**overrides):
@@ -47,7 +47,7 @@ def test_keras_save_and_load_gives_identical_logits(two_tower, tmp_path):
     model = build_classifier(tiny(two_tower=two_tower, num_classes=2))
     inputs = [tokens(), tokens(seed=1)] if two_tower else tokens()
     model.save(tmp_path / "model.keras")
-    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    loaded = load_classifier(tmp_path / "model.keras")
     np.testing.assert_array_equal(model.predict(inputs, verbose=0), loaded.predict(inputs, verbose=0))
 
 

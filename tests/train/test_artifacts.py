@@ -1,0 +1,74 @@
+"""A tiny run of every attention mechanism writes a complete run directory: config.yaml,
+TensorBoard events with every scalar for train and validation, checkpoints, metrics.json and a
+model.keras that loads and predicts as the trained model."""
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+import keras
+
+import arena_tf.layers as layers
+from arena_tf import train
+from arena_tf.distribute import make_strategy
+from tests.train.conftest import TINY, loop, read_scalars
+
+# Patterns small enough for 33 positions (32 tokens and CLS).
+SMALL = {
+    "bigbird": ["block_size=8", "num_random_blocks=1"],
+    "linformer": ["projected_length=8"],
+    "local": ["block_size=8"],
+    "longformer": ["window=8"],
+    "performer": ["num_features=16"],
+    "reformer": ["n_buckets=2", "chunk_size=16"],
+    "sinkhorn": ["block_size=8"],
+    "sparse": ["block_size=8", "summary_size=2"],
+}
+SCALARS = {"loss", "accuracy", "learning_rate", "steps_per_second", "examples_per_second",
+           "peak_memory_mb"}
+METRICS = {"test_accuracy", "test_loss", "steps", "wall_time_s", "examples_per_second",
+           "parameters", "peak_memory_mb"}
+STEPS = 3
+
+
+def tiny_run(name, data_dir, run_dir):
+    params = [f"model.attention_params.{setting}" for setting in SMALL.get(name, [])]
+    config, task = train.build_experiment(
+        "listops", name, [*TINY, *params, *loop(STEPS, checkpoint_every=2)], data_dir=data_dir
+    )
+    trainer = train.Trainer(config, task, run_dir, make_strategy(), verbose=False)
+    trainer.fit()
+    return trainer
+
+
+@pytest.mark.parametrize("name", layers.available())
+def test_tiny_run_writes_a_complete_run_directory(name, listops_dir, tmp_path):
+    trainer = tiny_run(name, listops_dir, tmp_path / name)
+    run_dir = trainer.run_dir
+
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved == trainer.config.to_dict()
+    assert saved["model"]["attention"] == name
+
+    for split in ("train", "validation"):
+        scalars = read_scalars(run_dir / split)
+        assert SCALARS <= set(scalars), f"{split} lacks {SCALARS - set(scalars)}"
+        assert max(scalars["loss"]) == STEPS
+        assert all(np.isfinite(list(values.values())).all() for values in scalars.values())
+    assert sorted(read_scalars(run_dir / "train")["loss"]) == list(range(1, STEPS + 1))
+
+    checkpoints = sorted(p.name for p in (run_dir / "checkpoints").glob("ckpt-*.index"))
+    assert checkpoints == ["ckpt-2.index", f"ckpt-{STEPS}.index"]
+
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert METRICS <= set(metrics)
+    assert metrics["steps"] == STEPS and metrics["parameters"] == trainer.model.count_params()
+    assert 0 <= metrics["test_accuracy"] <= 1 and metrics["test_examples"] == 300
+    assert metrics["examples_per_second"] > 0 and metrics["peak_memory_mb"] > 0
+
+    loaded = keras.saving.load_model(run_dir / "model.keras")
+    tokens = next(iter(trainer.task.dataset("test", 8)))[0]
+    np.testing.assert_allclose(loaded(tokens, training=False),
+                               trainer.model(tokens, training=False), atol=1e-5)

@@ -1,0 +1,103 @@
+"""Bad input stops the command line with one `error: ...` line and exit status 2, no traceback: the
+line says what was wrong and what to do."""
+
+import re
+
+import pytest
+import tensorflow as tf
+
+from arena_tf import train
+from tests.train.conftest import TINY, TRAIN, cli_args, loop, run
+
+
+def fails_with(capsys, argv):
+    """The one stderr line of a failed `main(argv)` (asserting status 2 and nothing else)."""
+    assert train.main([str(arg) for arg in argv]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    return lines[0]
+
+
+def test_unknown_task_lists_the_tasks(capsys, tmp_path):
+    line = fails_with(capsys, ["--task=nope", "--model=full", f"--run_dir={tmp_path}/run"])
+    assert "unknown task 'nope'" in line and "listops, pathfinder" in line
+
+
+def test_unknown_model_lists_the_models(capsys, tmp_path):
+    line = fails_with(capsys, ["--task=listops", "--model=nope", f"--run_dir={tmp_path}/run"])
+    assert "unknown model 'nope'" in line and "bigbird, full, linear" in line
+
+
+def test_unknown_set_key_names_it_and_the_known_keys(capsys, listops_dir, tmp_path):
+    line = fails_with(capsys, cli_args(listops_dir, tmp_path / "run", ["train.nope=1"]))
+    assert "train.nope" in line and "batch_size" in line
+
+
+def test_missing_data_gives_the_task_message_before_any_run_directory(capsys, tmp_path):
+    (tmp_path / "empty").mkdir()
+    line = fails_with(capsys, ["--task=retrieval", "--model=full", f"--data_dir={tmp_path}/empty",
+                               f"--run_dir={tmp_path}/run"])
+    assert "retrieval: AAN release files" in line and "--data_dir" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_unwritable_run_directory(capsys, listops_dir, tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    line = fails_with(capsys, cli_args(listops_dir, tmp_path / "file" / "run", TINY))
+    assert f"cannot write to run directory {tmp_path}/file/run" in line and "--run_dir" in line
+
+
+def test_nan_loss_names_the_step_and_the_checkpoint_to_resume_from(capsys, listops_dir, tmp_path):
+    diverging = [*TINY, "train.learning_rate=1.0e+30", "train.schedule=constant",
+                 *loop(20, checkpoint_every=1)]
+    line = fails_with(capsys, cli_args(listops_dir, tmp_path, diverging))
+    found = re.search(r"became (-?inf|nan|inf or nan) at step (\d+);.* last checkpoint (\S+)$", line)
+    assert found, line
+    step, checkpoint = int(found.group(2)), found.group(3)
+    assert 1 < step < 20 and checkpoint.endswith(f"ckpt-{step - 1}")
+    assert (tmp_path / "checkpoints" / f"ckpt-{step - 1}.index").exists()
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_run_directory_of_another_configuration_says_what_differs(capsys, listops_dir, tmp_path):
+    assert train.main(cli_args(listops_dir, tmp_path, [*TINY, *loop(1)])) == 0
+    capsys.readouterr()
+    line = fails_with(capsys, cli_args(listops_dir, tmp_path, [*TINY, *loop(1), "model.num_layers=2",
+                                                                "train.batch_size=16"]))
+    assert "belongs to another configuration" in line
+    assert "model.num_layers: saved 1, now 2" in line and "train.batch_size: saved 32, now 16" in line
+
+
+def test_unreachable_tpu(capsys, tmp_path):
+    line = fails_with(capsys, ["--task=listops", "--model=full", "--tpu=nonexistent",
+                               f"--run_dir={tmp_path}"])
+    assert "TPU 'nonexistent' could not be reached" in line and "--tpu" in line
+
+
+def test_multi_worker_without_tf_config(capsys, monkeypatch, tmp_path):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    line = fails_with(capsys, ["--task=listops", "--model=full", "--strategy=multi_worker",
+                               f"--run_dir={tmp_path}"])
+    assert "needs TF_CONFIG naming two or more workers" in line
+
+
+def test_cpu_devices_once_tensorflow_has_started(capsys, tmp_path):
+    tf.config.list_logical_devices()  # start TensorFlow's devices, as any earlier work would
+    line = fails_with(capsys, ["--task=listops", "--model=full", "--cpu_devices=3",
+                               f"--run_dir={tmp_path}"])
+    assert "cannot split the CPU into 3 logical devices" in line and "fresh process" in line
+
+
+def test_command_line_exits_2_with_one_error_line(tmp_path):
+    code, out, err = run(TRAIN + ["--task=listops", "--model=nope", f"--run_dir={tmp_path}"])
+    assert code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1].startswith("error: unknown model 'nope'")
+
+
+@pytest.mark.parametrize("flag, value", [("--cpu_devices", "0"), ("--cpu_devices", "two"),
+                                         ("--strategy", "nope")])
+def test_bad_flags_are_refused_by_the_parser(flag, value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_args(["--task=listops", "--model=full", f"{flag}={value}"])
+    assert exit_info.value.code == 2
+    assert f"argument {flag}: " in capsys.readouterr().err

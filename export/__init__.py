@@ -1,0 +1,17 @@
+"""Export a trained arena_tf run to SavedModel and ONNX, each checked against the Keras model.
+
+    python export/to_savedmodel.py runs/text-performer   # saved_model/, saved_model_bf16/, _fp16/
+    python export/to_onnx.py runs/text-performer            # model.onnx, model.fp16.onnx
+
+    from export.to_onnx import export_onnx
+    from export.metadata import read_metadata
+    reports = export_onnx("runs/text-performer")            # {artifact path: parity report}
+    read_metadata("runs/text-performer/model.onnx")["mechanism"]   # 'performer'
+
+Every artifact is written atomically beside the run's model.keras with a parity report
+`<artifact>.parity.json`; a failed parity check leaves the previous artifact untouched.
+"""
+
+from export.errors import ExportError, ParityError
+
+__all__ = ["ExportError", "ParityError"]

@@ -1,0 +1,49 @@
+"""A Keras classifier computing in float32, bfloat16 or float16, with the trained weights.
+
+The model is rebuilt from its ModelConfig under the Keras dtype policy of the precision and the
+weights (float32 variables under every policy) are copied over; inputs stay int32 and logits
+float32 (the classifier's last layer is float32 under mixed precision).
+
+    bf16_model = model_in_precision(source.model, source.config, "bf16")
+"""
+
+import contextlib
+
+import keras
+
+from arena_tf.models import build_classifier
+from export.errors import ExportError
+
+POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+@contextlib.contextmanager
+def global_policy(name):
+    """Set Keras's global dtype policy inside the block; restore the previous one after."""
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(name)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+def check_precision(precision):
+    """`precision` if known; a one-line ExportError naming the choices otherwise."""
+    if precision not in POLICIES:
+        raise ExportError(f"unknown precision {precision!r}; expected one of {', '.join(POLICIES)}")
+    return precision
+
+
+def model_in_precision(model, config, precision):
+    """A classifier built anew from `config` under `precision`'s policy, with `model`'s weights."""
+    with global_policy(POLICIES[check_precision(precision)]):
+        rebuilt = build_classifier(config)
+    try:
+        rebuilt.set_weights(model.get_weights())
+    except ValueError as error:
+        raise ExportError(
+            f"the saved weights do not fit a model built from its own config ({error}); the "
+            ".keras file does not match arena_tf's classifier: re-run training"
+        ) from None
+    return rebuilt

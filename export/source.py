@@ -1,0 +1,108 @@
+"""What an export starts from: a run directory (model.keras + config.yaml) or a .keras file.
+
+    source = load_source("runs/text-performer")     # or "some/dir/best.keras"
+    source.model, source.config.attention, source.task, source.artifact("model.onnx")
+
+Artifacts go into the directory holding the .keras file. Every problem with the input (missing
+path, no model.keras, a truncated or foreign file, a bad config.yaml) is one ExportError line.
+"""
+
+import dataclasses
+import pathlib
+from typing import Optional
+
+import keras
+
+from arena_tf.config import ConfigError, ModelConfig, TaskConfig, read_yaml
+from arena_tf.encoder import Encoder  # importing it registers the layers load_model needs
+from export.errors import ExportError, one_line
+
+MODEL_FILE = "model.keras"
+CONFIG_FILE = "config.yaml"
+TRAIN_HINT = "python -m arena_tf.train --task=TASK --model=MECHANISM"
+
+
+@dataclasses.dataclass
+class Source:
+    """A loaded Keras classifier, its model config and (when config.yaml names it) its task."""
+
+    model_path: pathlib.Path
+    model: keras.Model
+    config: ModelConfig
+    task: Optional[TaskConfig]
+
+    @property
+    def directory(self):
+        """Where the artifacts are written: beside the .keras file."""
+        return self.model_path.parent
+
+    def artifact(self, name):
+        """The path of artifact `name` (e.g. 'saved_model', 'model.onnx') for this source."""
+        return self.directory / name
+
+
+def model_file(path):
+    """The .keras file named by `path` (a run directory or the file itself); ExportError if none."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        raise ExportError(
+            f"{path} does not exist; expected a run directory holding {MODEL_FILE} and "
+            f"{CONFIG_FILE} (written by `{TRAIN_HINT}`) or a .keras file"
+        )
+    if path.is_dir():
+        if not (path / MODEL_FILE).is_file():
+            raise ExportError(
+                f"{path} is not a run directory: it holds no {MODEL_FILE}; finish training with "
+                f"`{TRAIN_HINT} --run_dir={path}` or pass the path of a .keras file"
+            )
+        return path / MODEL_FILE
+    if path.suffix != ".keras":
+        raise ExportError(
+            f"{path} is not a .keras file; expected a run directory or a model saved by "
+            "model.save('NAME.keras')"
+        )
+    return path
+
+
+def load_model(path):
+    """keras.saving.load_model, with any failure (truncated zip, foreign file) as one line."""
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except Exception as error:  # zipfile, h5py, JSON and Keras errors all mean "not loadable"
+        raise ExportError(
+            f"cannot load {path} ({type(error).__name__}: {one_line(error)}); expected a complete "
+            f".keras file of an arena_tf classifier: restore it or re-run `{TRAIN_HINT}`"
+        ) from None
+
+
+def model_config(model, path):
+    """The ModelConfig the classifier was built from, read from its encoder layer."""
+    encoder = next((layer for layer in model.layers if isinstance(layer, Encoder)), None)
+    if encoder is None:
+        raise ExportError(
+            f"{path} holds a Keras model without an arena_tf Encoder layer; expected a "
+            "classifier from arena_tf.models.build_classifier"
+        )
+    return encoder.config
+
+
+def task_config(directory):
+    """The task section of config.yaml beside the model, or None when there is no config.yaml."""
+    path = directory / CONFIG_FILE
+    if not path.is_file():
+        return None
+    try:
+        return TaskConfig(**read_yaml(path).get("task", {}))
+    except (ConfigError, TypeError) as error:
+        raise ExportError(
+            f"{path}: the task section is invalid ({error}); expected the config.yaml written by "
+            f"`{TRAIN_HINT}`"
+        ) from None
+
+
+def load_source(path):
+    """The Source named by `path` (a run directory or a .keras file)."""
+    keras_path = model_file(path).resolve()
+    model = load_model(keras_path)
+    config = model_config(model, keras_path)
+    return Source(keras_path, model, config, task_config(keras_path.parent))

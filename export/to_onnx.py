@@ -1,0 +1,197 @@
+"""FP32 and FP16 ONNX models of a trained classifier, converted by tf2onnx from its SavedModel.
+
+    python export/to_onnx.py RUN_DIR [--precision fp32 fp16] [--opset 17] [--examples 256]
+
+Writes RUN_DIR/model.onnx (FP32) and RUN_DIR/model.fp16.onnx (float16 compute through
+onnxruntime's converter with float32 inputs / outputs, see export/onnx_fp16.py), with the inputs
+`tokens` (or `tokens_1`, `tokens_2`) int32 [batch, max_len] and the output `logits` float32
+[batch, num_classes], the batch axis named `batch`, metadata under the metadata_props key
+`arena_tf` and a parity report `<artifact>.parity.json` (Keras, SavedModel and ONNX Runtime on the
+same examples, with the providers the session ran on). RUN_DIR/saved_model/ is exported first
+when it is missing or older than model.keras.
+"""
+
+import dataclasses
+import functools
+import os
+import pathlib
+import sys
+import time
+
+if __name__ == "__main__":  # `python export/to_onnx.py`: import the package, not this folder
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parent.parent)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import onnx  # noqa: E402
+import tf2onnx  # noqa: E402
+from tf2onnx import tf_loader  # noqa: E402
+
+from export import cli  # noqa: E402
+from export.context import prepare  # noqa: E402
+from export.errors import ExportError, ParityError, one_line  # noqa: E402
+from export.metadata import build_metadata, read_metadata, set_onnx_metadata  # noqa: E402
+from export.onnx_fp16 import convert_to_fp16  # noqa: E402
+from export.parity import parity_report  # noqa: E402
+from export.publish import publish, publish_all  # noqa: E402
+from export.runners import (  # noqa: E402
+    onnx_predictor, onnx_session, run_batched, saved_model_predictor,
+)
+from export.signature import BATCH_AXIS_NAME, OUTPUT_NAME, SIGNATURE_NAME, input_names  # noqa: E402
+from export.to_savedmodel import ARTIFACTS as SAVED_MODELS  # noqa: E402
+from export.to_savedmodel import export_saved_model  # noqa: E402
+
+ARTIFACTS = {"fp32": "model.onnx", "fp16": "model.fp16.onnx"}
+DEFAULT_OPSET = 17
+MIN_OPSET = 13  # checked 13 to 18; at 10, dynamic Pad (local, reformer blocks) is not valid ONNX
+MAX_OPSET = max(tf2onnx.constants.OPSET_TO_IR_VERSION)
+# How each precision's model is made from the FP32 conversion.
+DERIVE = {"fp32": lambda model_proto: model_proto, "fp16": convert_to_fp16}
+
+
+def saved_model_is_current(source):
+    """True when the FP32 SavedModel was exported from this .keras file after its last change."""
+    saved_model = source.artifact(SAVED_MODELS["fp32"])
+    graph = saved_model / "saved_model.pb"
+    if not graph.is_file() or graph.stat().st_mtime < source.model_path.stat().st_mtime:
+        return False
+    try:
+        return read_metadata(saved_model)["source"] == str(source.model_path)
+    except (ExportError, KeyError, ValueError):  # no or unreadable metadata: export anew
+        return False
+
+
+def unconverted_ops(model_proto):
+    """'Op (node name)' for every node tf2onnx left in a domain ONNX does not define."""
+    return [
+        f"{node.op_type} ({node.name})"
+        for node in model_proto.graph.node
+        if not onnx.defs.has(node.op_type, node.domain)
+    ]
+
+
+def name_batch_axis(model_proto):
+    """Name the dynamic first axis of every graph input and output `batch`."""
+    for value in (*model_proto.graph.input, *model_proto.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_param = BATCH_AXIS_NAME
+    return model_proto
+
+
+def check_names(model_proto, config, saved_model):
+    """The ONNX graph's inputs and output must carry the signature's names."""
+    found = ([i.name for i in model_proto.graph.input], [o.name for o in model_proto.graph.output])
+    expected = (input_names(config), [OUTPUT_NAME])
+    if found != expected:
+        raise ExportError(
+            f"tf2onnx named the inputs / outputs of {saved_model} {found}, expected {expected}; "
+            "re-export the SavedModel with export/to_savedmodel.py"
+        )
+
+
+def convert_saved_model(saved_model, config, opset=DEFAULT_OPSET):
+    """The FP32 ONNX ModelProto of a SavedModel's serving signature, converted by tf2onnx."""
+    try:
+        graph_def, inputs, outputs, renames = tf_loader.from_saved_model(
+            str(saved_model), None, None, tag=["serve"], signatures=[SIGNATURE_NAME],
+            return_tensors_to_rename=True,
+        )
+        model_proto, _ = tf2onnx.convert.from_graph_def(
+            graph_def, input_names=inputs, output_names=outputs, opset=opset,
+            tensors_to_rename=renames,
+        )
+    except Exception as error:  # tf2onnx raises ValueError, KeyError, TF errors... per failing op
+        raise ExportError(
+            f"tf2onnx could not convert {saved_model} at opset {opset} ({type(error).__name__}: "
+            f"{one_line(error)}); report the mechanism and this message as a bug"
+        ) from None
+    missing = unconverted_ops(model_proto)
+    if missing:
+        raise ExportError(
+            f"tf2onnx could not convert {len(missing)} TensorFlow op(s) of {saved_model} to ONNX "
+            f"opset {opset}: {', '.join(missing[:5])}; the layer using them needs ONNX-friendly ops"
+        )
+    check_names(model_proto, config, saved_model)
+    return name_batch_axis(model_proto)
+
+
+@dataclasses.dataclass
+class Conversion:
+    """The FP32 ONNX model tf2onnx made from the SavedModel, at which opset and in how long."""
+
+    model_proto: onnx.ModelProto
+    opset: int
+    seconds: float
+
+
+def timed_conversion(saved_model, config, opset):
+    started = time.perf_counter()
+    model_proto = convert_saved_model(saved_model, config, opset)
+    return Conversion(model_proto, opset, round(time.perf_counter() - started, 3))
+
+
+def export_onnx_model(context, precision, conversion, saved_model_logits):
+    """Write, check and publish the ONNX model of one precision; its parity report."""
+    source, arrays = context.source, context.examples.arrays
+    target = source.artifact(ARTIFACTS[precision])
+
+    def write(tmp):
+        model_proto = DERIVE[precision](conversion.model_proto)
+        onnx.save(set_onnx_metadata(model_proto, build_metadata(source, precision)), str(tmp))
+
+    def check(tmp):
+        session = onnx_session(str(tmp))
+        logits = run_batched(onnx_predictor(session, source.config), arrays)
+        return parity_report(target.name, precision, logits, context.reference,
+                             {SAVED_MODELS["fp32"]: saved_model_logits}, context.thresholds,
+                             runtime="onnxruntime", providers=session.get_providers(),
+                             opset=conversion.opset, tf2onnx_seconds=conversion.seconds)
+
+    return publish(target, write, check, prior_seconds=conversion.seconds)
+
+
+def check_opset(opset):
+    """`opset` if tf2onnx and our graphs support it; a one-line ExportError otherwise."""
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise ExportError(f"opset {opset} is not supported; expected {MIN_OPSET} to {MAX_OPSET} "
+                          f"(tf2onnx {tf2onnx.__version__})")
+    return opset
+
+
+def export_onnx_models(context, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET):
+    """{artifact path: parity report}: the FP32 SavedModel when stale, then the ONNX models."""
+    source, reports, opset = context.source, {}, check_opset(opset)
+    saved_model = source.artifact(SAVED_MODELS["fp32"])
+    if not saved_model_is_current(source):
+        reports[saved_model] = export_saved_model(context, "fp32")
+    conversion = timed_conversion(saved_model, source.config, opset)
+    saved_model_logits = run_batched(saved_model_predictor(saved_model, source.config),
+                                     context.examples.arrays)
+    try:
+        return {**reports, **publish_all({
+            source.artifact(ARTIFACTS[p]): functools.partial(
+                export_onnx_model, context, p, conversion, saved_model_logits)
+            for p in precisions
+        })}
+    except ParityError as error:
+        raise ParityError(str(error), published={**reports, **error.published}) from None
+
+
+def export_onnx(path, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET, count=None,
+                thresholds=None):
+    """Export the run directory or .keras file at `path` to ONNX; {artifact path: parity report}."""
+    check_opset(opset)  # before the model is loaded
+    return export_onnx_models(prepare(path, count, thresholds), precisions, opset)
+
+
+def main(argv=None):
+    parser = cli.parser("python export/to_onnx.py", __doc__)
+    parser.add_argument("--precision", nargs="+", choices=list(ARTIFACTS), default=list(ARTIFACTS),
+                        help="which ONNX models to write (default: both)")
+    parser.add_argument("--opset", type=int, default=DEFAULT_OPSET,
+                        help=f"ONNX opset (default {DEFAULT_OPSET})")
+    return cli.run(
+        lambda args: export_onnx(args.path, args.precision, args.opset, args.examples), parser, argv
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""A new export replaces the previous one only when it is complete and passes its parity check;
+bad inputs give one clear line and a non-zero exit status, from the API and from the scripts."""
+
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+import keras
+
+from export import to_onnx, to_savedmodel
+from export.errors import ExportError, ParityError
+from export.metadata import read_metadata
+from export.parity import Thresholds
+from tests.export.conftest import write_run_dir
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+FAILING = Thresholds(fp32_max_abs_diff=-1.0)  # no FP32 logits can pass
+
+
+def snapshot(directory):
+    """{relative path: bytes} of every file under `directory`."""
+    return {p.relative_to(directory): p.read_bytes() for p in directory.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A linear-attention run with its FP32 SavedModel and ONNX exported once."""
+    directory, _ = write_run_dir(tmp_path_factory.mktemp("atomic"), "linear")
+    to_onnx.export_onnx(directory, ["fp32"], count=8)
+    return directory
+
+
+def test_failed_parity_keeps_the_previous_saved_model_and_says_why(run_dir):
+    before = snapshot(run_dir / "saved_model")
+    report_before = (run_dir / "saved_model.parity.json").read_text()
+    with pytest.raises(ParityError) as error:
+        to_savedmodel.export_savedmodel(run_dir, ["fp32"], count=8, thresholds=FAILING)
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith("saved_model failed its parity check: max |logit - keras fp32 logit|")
+    assert snapshot(run_dir / "saved_model") == before
+    assert (run_dir / "saved_model.parity.json").read_text() == report_before
+    failed = json.loads((run_dir / "saved_model.parity.failed.json").read_text())
+    assert not failed["passed"]
+    assert not list(run_dir.glob(".*"))  # the rejected SavedModel was deleted
+
+
+def test_failed_parity_keeps_the_previous_onnx_model(run_dir):
+    before = (run_dir / "model.onnx").read_bytes()
+    with pytest.raises(ParityError, match="model.onnx failed its parity check"):
+        to_onnx.export_onnx(run_dir, ["fp32"], count=8, thresholds=FAILING)
+    assert (run_dir / "model.onnx").read_bytes() == before
+    assert not list(run_dir.glob(".*"))
+
+
+def test_one_failing_precision_does_not_stop_the_others(run_dir):
+    strict = Thresholds(min_argmax_agreement=1.01)  # reduced precision cannot pass, FP32 can
+    with pytest.raises(ParityError) as error:
+        to_savedmodel.export_savedmodel(run_dir, count=8, thresholds=strict)
+    failures = str(error.value).split(" | ")
+    assert [f.split(" ")[0] for f in failures] == ["saved_model_bf16", "saved_model_fp16"]
+    assert list(error.value.published) == [run_dir / "saved_model"]
+    assert not (run_dir / "saved_model_bf16").exists()
+    assert (run_dir / "saved_model_fp16.parity.failed.json").is_file()
+
+
+def test_crash_while_writing_keeps_the_previous_saved_model(run_dir, monkeypatch):
+    before = snapshot(run_dir / "saved_model")
+
+    def half_written(model, config, directory):
+        (directory / "variables").mkdir(parents=True)
+        (directory / "saved_model.pb").write_bytes(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(to_savedmodel, "write_saved_model", half_written)
+    with pytest.raises(OSError, match="disk full"):
+        to_savedmodel.export_savedmodel(run_dir, ["fp32"], count=8)
+    assert snapshot(run_dir / "saved_model") == before
+
+
+def test_successful_export_replaces_the_previous_one_and_its_failed_report(run_dir):
+    (run_dir / "saved_model" / "stale-file").write_text("from an older export")
+    (run_dir / "saved_model.parity.failed.json").write_text("{}")
+    to_savedmodel.export_savedmodel(run_dir, ["fp32"], count=8)
+    assert not (run_dir / "saved_model" / "stale-file").exists()
+    assert not (run_dir / "saved_model.parity.failed.json").exists()
+    assert json.loads((run_dir / "saved_model.parity.json").read_text())["passed"]
+    assert read_metadata(run_dir / "saved_model")["mechanism"] == "linear"
+
+
+def truncated_copy(run_dir, tmp_path):
+    target = tmp_path / "truncated"
+    target.mkdir()
+    data = (run_dir / "model.keras").read_bytes()
+    (target / "model.keras").write_bytes(data[: len(data) // 2])
+    return target
+
+
+def foreign_model(run_dir, tmp_path):
+    inputs = keras.Input((4,))
+    keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(tmp_path / "model.keras")
+    return tmp_path
+
+
+BAD_INPUTS = {
+    "missing": (lambda run_dir, tmp: tmp / "nowhere", "does not exist"),
+    "not a run dir": (lambda run_dir, tmp: tmp, "is not a run directory: it holds no model.keras"),
+    "truncated": (truncated_copy, "cannot load .*model.keras"),
+    "not keras": (lambda run_dir, tmp: run_dir / "config.yaml", "is not a .keras file"),
+    "foreign model": (foreign_model, "holds a Keras model without an arena_tf Encoder layer"),
+}
+
+
+@pytest.mark.parametrize("script", [to_savedmodel, to_onnx], ids=["to_savedmodel", "to_onnx"])
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_one_error_line_and_a_failure_status(run_dir, tmp_path, capsys, script, case):
+    make_path, pattern = BAD_INPUTS[case]
+    status = script.main([str(make_path(run_dir, tmp_path))])
+    captured = capsys.readouterr()
+    assert status != 0 and captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("error: ")
+    assert re.search(pattern, line)
+
+
+def test_bad_opset_is_one_clear_error(run_dir):
+    with pytest.raises(ExportError, match="opset 9 is not supported; expected 13 to"):
+        to_onnx.export_onnx(run_dir, count=8, opset=9)
+
+
+def test_read_metadata_of_something_else_is_one_clear_error(run_dir):
+    with pytest.raises(ExportError, match="neither a SavedModel directory nor an .onnx file"):
+        read_metadata(run_dir / "config.yaml")
+
+
+def run_script(*args):
+    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_scripts_run_from_the_repository_root(tmp_path):
+    run_dir, _ = write_run_dir(tmp_path / "run", "full")
+    done = run_script("export/to_onnx.py", str(run_dir), "--precision", "fp16", "--examples", "4")
+    assert done.returncode == 0, done.stderr
+    assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
+        str(run_dir / "saved_model"), str(run_dir / "model.fp16.onnx")]
+    failed = run_script("export/to_savedmodel.py", str(tmp_path / "missing"))
+    assert failed.returncode == 1
+    assert "Traceback" not in failed.stderr
+    assert failed.stderr.strip().splitlines()[-1].startswith("error: ")
+
+
+def test_a_keras_file_without_config_exports_beside_it(run_dir, tmp_path):
+    (tmp_path / "best.keras").write_bytes((run_dir / "model.keras").read_bytes())
+    (report,) = to_savedmodel.export_savedmodel(tmp_path / "best.keras", ["fp32"], count=4).values()
+    assert report["examples"]["origin"] == "generated: no config.yaml names the task"
+    metadata = read_metadata(tmp_path / "saved_model")
+    assert metadata["task"] is None
+    assert metadata["source"] == str((tmp_path / "best.keras").resolve())

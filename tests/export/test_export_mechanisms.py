@@ -1,0 +1,106 @@
+"""Every mechanism exports to SavedModel, FP32 ONNX and FP16 ONNX with the serving contract intact.
+
+One export per mechanism (module-scoped fixture, through `export_onnx`, which writes the FP32
+SavedModel first) is shared by the checks. Each check runs the artifacts on fresh inputs (not
+the parity examples) against the Keras model loaded from model.keras.
+"""
+
+import json
+
+import numpy as np
+import onnxruntime
+import pytest
+import tensorflow as tf
+
+import keras
+
+from export.metadata import read_metadata
+from export.to_onnx import export_onnx
+from tests.export.conftest import LENGTH, MECHANISMS, PARITY_EXAMPLES, token_batch, write_run_dir
+
+CASES = [(m, False) for m in MECHANISMS] + [(m, True) for m in MECHANISMS]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{'two' if c[1] else 'one'}")
+def exported(request, tmp_path_factory):
+    mechanism, two_tower = request.param
+    keras.utils.set_random_seed(0)
+    run_dir, model = write_run_dir(tmp_path_factory.mktemp(mechanism), mechanism, two_tower)
+    reports = export_onnx(run_dir, count=PARITY_EXAMPLES)
+    return run_dir, model, {path.name: report for path, report in reports.items()}
+
+
+def keras_logits(model, arrays):
+    return np.asarray(model(arrays[0] if len(arrays) == 1 else arrays, training=False))
+
+
+def feeds(model, arrays):
+    return {tensor.name.split(":")[0]: array for tensor, array in zip(model.inputs, arrays)}
+
+
+def onnx_logits(path, model, arrays):
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session, session.run(["logits"], feeds(model, arrays))[0]
+
+
+def test_every_artifact_is_written_with_a_passing_parity_report(exported):
+    run_dir, _, reports = exported
+    assert set(reports) == {"saved_model", "model.onnx", "model.fp16.onnx"}
+    for name in reports:
+        saved = json.loads((run_dir / f"{name}.parity.json").read_text())
+        assert saved["passed"] and saved["examples"]["count"] == PARITY_EXAMPLES
+    assert reports["model.onnx"]["comparisons"]["keras_fp32"]["max_abs_diff"] <= 1e-4
+    assert reports["model.onnx"]["providers"] == ["CPUExecutionProvider"]
+    assert not list(run_dir.glob(".*"))  # no temporary directories left behind
+
+
+def test_saved_model_signature_matches_keras(exported):
+    run_dir, model, _ = exported
+    signature = tf.saved_model.load(str(run_dir / "saved_model")).signatures["serving_default"]
+    specs = signature.structured_input_signature[1]
+    names = [t.name.split(":")[0] for t in model.inputs]
+    assert sorted(specs) == sorted(names)
+    assert all(s.dtype == tf.int32 and s.shape.as_list() == [None, LENGTH] for s in specs.values())
+    arrays = token_batch(model.get_layer("encoder").config)
+    outputs = signature(**{k: tf.constant(v) for k, v in feeds(model, arrays).items()})
+    assert list(outputs) == ["logits"] and outputs["logits"].dtype == tf.float32
+    np.testing.assert_allclose(outputs["logits"].numpy(), keras_logits(model, arrays), atol=1e-4)
+
+
+@pytest.mark.parametrize("batch", [1, 7])
+def test_onnx_fp32_matches_keras_at_any_batch_size(exported, batch):
+    run_dir, model, _ = exported
+    arrays = token_batch(model.get_layer("encoder").config, batch=batch)
+    session, logits = onnx_logits(run_dir / "model.onnx", model, arrays)
+    assert [i.shape for i in session.get_inputs()] == [["batch", LENGTH]] * len(arrays)
+    assert [(o.name, o.type) for o in session.get_outputs()] == [("logits", "tensor(float)")]
+    np.testing.assert_allclose(logits, keras_logits(model, arrays), atol=1e-4)
+
+
+def test_onnx_fp16_keeps_io_types_and_predicts_the_same_classes(exported):
+    run_dir, model, reports = exported
+    arrays = token_batch(model.get_layer("encoder").config, batch=16, seed=3)
+    session, logits = onnx_logits(run_dir / "model.fp16.onnx", model, arrays)
+    assert {i.type for i in session.get_inputs()} == {"tensor(int32)"}
+    assert session.get_outputs()[0].type == "tensor(float)"
+    reference = keras_logits(model, arrays)
+    assert np.mean(logits.argmax(-1) == reference.argmax(-1)) >= 0.99
+    assert np.abs(logits - reference).max() < 0.1  # float16 rounding, not a broken graph
+    assert reports["model.fp16.onnx"]["comparisons"]["keras_fp32"]["argmax_agreement"] >= 0.99
+
+
+def test_metadata_describes_the_model_in_every_artifact(exported):
+    run_dir, model, _ = exported
+    config = model.get_layer("encoder").config
+    precisions = {"saved_model": "fp32", "model.onnx": "fp32", "model.fp16.onnx": "fp16"}
+    for name, precision in precisions.items():
+        metadata = read_metadata(run_dir / name)
+        assert metadata["precision"] == precision
+        assert metadata["mechanism"] == config.attention
+        assert metadata["model_config"] == json.loads(json.dumps(config.to_dict()))
+        assert metadata["input_names"] == [t.name.split(":")[0] for t in model.inputs]
+        assert metadata["num_inputs"] == len(model.inputs)
+        assert (metadata["max_len"], metadata["num_classes"]) == (LENGTH, config.num_classes)
+        assert metadata["parameters"] == model.count_params()
+        assert metadata["source"] == str((run_dir / "model.keras").resolve())
+        assert metadata["task"] == ("retrieval" if config.two_tower else "listops")

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-import keras
 
 from arena_tf.config import ConfigError, ModelConfig
 from arena_tf.models import build_classifier, count_parameters, load_classifier

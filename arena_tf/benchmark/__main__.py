@@ -1,0 +1,107 @@
+"""Command line: `python -m arena_tf.benchmark layers|train|report|profile [options]` (see --help)."""
+
+import argparse
+import pathlib
+import sys
+
+import arena_tf.layers as attention_layers
+from arena_tf.benchmark import layers, peers, training
+
+RESULTS = pathlib.Path("docs/efficiency")
+XLA_MODES = {"both": (False, True), "off": (False,), "on": (True,)}
+
+
+def common_options(parser, lengths, output):
+    parser.add_argument("--mechanisms", nargs="+", default=attention_layers.available(),
+                        choices=attention_layers.available(), metavar="NAME",
+                        help="mechanisms to measure (default: all)")
+    parser.add_argument("--lengths", nargs="+", type=int, default=list(lengths))
+    parser.add_argument("--memory-cap-gb", type=float, default=16.0,
+                        help="skip a configuration whose estimated memory exceeds this")
+    parser.add_argument("--timeout", type=float, default=1800.0,
+                        help="seconds one configuration may take before it is given up")
+    parser.add_argument("--output", type=pathlib.Path, default=output)
+    parser.add_argument("--in-process", action="store_true",
+                        help="measure in this process (quick checks; memory peaks not separate)")
+
+
+def layer_parser(commands):
+    parser = commands.add_parser("layers", help="each mechanism and peer alone")
+    common_options(parser, layers.DEFAULT_LENGTHS, RESULTS / "layers.json")
+    parser.add_argument("--peers", nargs="*", default=list(peers.PEERS), choices=list(peers.PEERS),
+                        metavar="PEER", help=f"peers to compare (default: {', '.join(peers.PEERS)})")
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--head-dim", type=int, default=64)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed calls after the trace")
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls (at most)")
+    parser.add_argument("--max-seconds", type=float, default=20.0,
+                        help="stop repeating (after 3 calls) once timed calls took this long")
+    parser.add_argument("--matmul-size", type=int, default=4096,
+                        help="largest square matmul of the rate benchmark (1024 and 2048 too)")
+    parser.add_argument("--agreement-length", type=int, default=512)
+    parser.add_argument("--no-profile", action="store_true", help="skip the profiler FLOP count")
+    parser.set_defaults(run=layers.run)
+
+
+def train_parser(commands):
+    parser = commands.add_parser("train", help="LRA Table 2: training steps/s and memory")
+    common_options(parser, training.DEFAULT_LENGTHS, RESULTS / "train.json")
+    parser.add_argument("--batch", type=int, default=2, help="LRA used 32 (halved if over the cap)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps (the first compiles)")
+    parser.add_argument("--steps", type=int, default=3, help="timed steps (at most)")
+    parser.add_argument("--max-seconds", type=float, default=30.0,
+                        help="stop stepping (after 2 steps) once timed steps took this long")
+    parser.add_argument("--xla", choices=list(XLA_MODES), default="both")
+    parser.set_defaults(run=training.run)
+
+
+def report_parser(commands):
+    from arena_tf.benchmark import report
+
+    parser = commands.add_parser("report", help="docs/efficiency.md and plots from the results")
+    parser.add_argument("--layers", type=pathlib.Path, default=RESULTS / "layers.json")
+    parser.add_argument("--train", type=pathlib.Path, default=RESULTS / "train.json")
+    parser.add_argument("--runs", type=pathlib.Path, default=pathlib.Path("runs"),
+                        help="run directories (<task>-<model>/metrics.json) for our accuracies")
+    parser.add_argument("--notes", type=pathlib.Path, default=RESULTS / "notes.md",
+                        help="hand-written findings included in the report when present")
+    parser.add_argument("--output", type=pathlib.Path, default=pathlib.Path("docs/efficiency.md"))
+    parser.set_defaults(run=report.run)
+
+
+def profile_parser(commands):
+    from arena_tf.benchmark import profiling
+
+    parser = commands.add_parser("profile", help="per-op time of one mechanism or peer")
+    parser.add_argument("name", help="a mechanism or a peer")
+    parser.add_argument("--length", type=int, default=4096)
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--head-dim", type=int, default=64)
+    parser.add_argument("--stage", choices=["forward", "train"], default="train")
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--top", type=int, default=15)
+    parser.set_defaults(run=profiling.run)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m arena_tf.benchmark",
+                                     description="Efficiency benchmarks of the mechanisms.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add in (layer_parser, train_parser, report_parser, profile_parser):
+        add(commands)
+    options = parser.parse_args(argv)
+    if options.command == "train":
+        options.xla_modes = XLA_MODES[options.xla]
+    return options
+
+
+def main(argv=None):
+    options = parse_args(argv)
+    options.run(options)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

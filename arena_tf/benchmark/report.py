@@ -1,0 +1,352 @@
+"""docs/efficiency.md from the results of `layers` and `train`, with its plots beside it.
+
+    python -m arena_tf.benchmark report [--layers L.json] [--train T.json] [--output docs/efficiency.md]
+
+Either results file may be missing (its sections are left out). Hand-written findings (profiles of
+missed targets) in the notes file are included at the end, so the page stays generated.
+"""
+
+import json
+import pathlib
+
+from arena_tf import files
+from arena_tf.benchmark import paper, plots, targets, timing
+
+
+def fmt(value, spec=".1f", missing="–"):
+    return missing if value is None else format(value, spec)
+
+
+def table(header, rows):
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def load(path):
+    path = pathlib.Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+# -- conditions ---------------------------------------------------------------------------------
+
+
+def conditions(results):
+    """Machine, versions, load and options of one results file."""
+    machine = results["machine"]
+    versions = ", ".join(f"{name} {version}" for name, version in machine["versions"].items())
+    loads = [row["load"] for row in results["rows"] if "load" in row]
+    lines = [
+        f"- Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB "
+        f"({machine['platform']}); {versions}.",
+        f"- Run {results['started']} to {results.get('finished', '(unfinished)')}; 1-minute load "
+        f"average {fmt(results['load_start'], '.1f')} at the start"
+        + (f", {min(loads):.1f}-{max(loads):.1f} after each configuration" if loads else "") + ".",
+    ]
+    if "matmul" in results:
+        rates = ", ".join(f"{m['gflops']:.1f}" for m in results["matmul"])
+        lines.append(f"- Dense float32 matmul rate (tf.matmul of square matrices up to "
+                     f"{results['options'].get('matmul_size')}, best call of the best size), "
+                     f"measured at the start and end of the run: {rates} GFLOP/s; fractions of "
+                     "the matmul rate use the higher.")
+    options = results["options"]
+    shown = {k: v for k, v in options.items() if k not in ("output", "mechanisms", "run")}
+    lines.append("- Options: " + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + ".")
+    return "\n".join(lines)
+
+
+# -- layers -------------------------------------------------------------------------------------
+
+
+def labels_in_order(rows):
+    order = []
+    for row in rows:
+        if row["label"] not in order:
+            order.append(row["label"])
+    return order
+
+
+def unmeasured(row):
+    """Why a row has no numbers ("–" absent, skipped, failed), or None when it has them."""
+    if row is None:
+        return "–"
+    if row.get("skipped"):
+        return f"skipped ({row['estimated_gb']:.0f} GB est.)"
+    if "error" in row:
+        return "failed"
+    return None
+
+
+def cell(row, stage, value, spec):
+    """A table cell: the value, or why there is none."""
+    return unmeasured(row) or format(value(row[stage]), spec)
+
+
+def length_table(rows, stage, value, spec):
+    lengths = sorted({row["length"] for row in rows})
+    by_key = {(row["label"], row["length"]): row for row in rows}
+    body = [[label] + [cell(by_key.get((label, n)), stage, value, spec) for n in lengths]
+            for label in labels_in_order(rows)]
+    return table(["mechanism / peer"] + [str(n) for n in lengths], body)
+
+
+def detail_table(rows, length):
+    body = []
+    for row in rows:
+        if row["length"] != length or "train" not in row:
+            continue
+        profiled = row.get("profiled") or {}
+        fwd_check = ratio(profiled.get("forward_matmul_flops"), row["formula_flops"])
+        train_check = ratio(profiled.get("train_matmul_flops"), row["formula_train_flops"])
+        checks = [fmt(fwd_check, ".3f"), fmt(train_check, ".2f")]
+        if row["kind"] == "peer":  # their products are tf.einsum, which has no FLOP statistics
+            checks = ["n/a (einsum)"] * 2
+        fwd, train = row["forward"], row["train"]
+        body.append([
+            row["label"], params_cell(row),
+            f"{fwd['median_ms']:.1f} ({timing.spread(fwd):.0%})",
+            f"{train['median_ms']:.1f} ({timing.spread(train):.0%})",
+            f"{train['peak_mb']:.0f}", f"{row['estimated_gb']:.2f}",
+            f"{row['formula_flops'] / 1e9:.2f}", *checks,
+            f"{train['gflops']:.1f}", f"{train['matmul_fraction']:.0%}",
+        ])
+    return table(["mechanism / peer", "parameters", "forward ms (IQR)", "fwd+bwd ms (IQR)",
+                  "peak MB", "estimate GB", "forward GFLOP", "profiler / formula (fwd)",
+                  "graph count / 3x formula (fwd+bwd)", "fwd+bwd GFLOP/s", "of matmul rate"], body)
+
+
+def times(value):
+    """'2.50x', or '–' for a missing ratio."""
+    return fmt(value, ".2f") + "x" if value is not None else "–"
+
+
+def ratio(numerator, denominator):
+    return numerator / denominator if numerator and denominator else None
+
+
+def params_cell(row):
+    return ", ".join(f"{k}={v}" for k, v in sorted(row["params"].items())) or "–"
+
+
+def agreement_table(records):
+    body = [[r["peer"], r["title"], f"{r['counterpart']} {r['counterpart_params'] or ''}".strip(),
+             "yes" if r["compared"] else "no (different function)",
+             fmt(r.get("relative_difference"), ".1e"), fmt(r.get("input_scale"), "g"),
+             {True: "yes", False: "**no**", None: "–"}[r.get("agrees")], r.get("note", "")]
+            for r in records]
+    return table(["peer", "layer", "our counterpart", "outputs compared", "max relative difference",
+                  "input scale", "agree", "note"], body)
+
+
+def layer_section(results, output_dir):
+    rows = results["rows"]
+    time_png = plots.time_plot(rows, output_dir / "efficiency_time.png")
+    memory_png = plots.memory_plot(rows, output_dir / "efficiency_memory.png")
+    shape = rows[0]["shape"] if rows else {}
+    parts = [
+        "## One attention layer",
+        f"Inputs [batch {shape.get('batch')}, length, width {shape.get('heads', 0) * shape.get('head_dim', 0)}] "
+        f"({shape.get('heads')} heads of {shape.get('head_dim')}), float32, `tf.function`, no XLA. "
+        "Forward + backward takes gradients for the input and every weight. Times are medians "
+        "(interquartile spread relative to the median in brackets); memory is the peak resident "
+        "set above the process's baseline, each configuration in a fresh process. FLOPs count "
+        "matrix products (2 per multiply-add) from each mechanism's formula "
+        "(`arena_tf/benchmark/costs.py`); forward + backward is 3x the forward. Our mechanisms "
+        "use the LRA parameters of `configs/models/`; rows named `name[param=value]` are the "
+        "counterpart of a peer that needs other parameters.",
+        conditions(results),
+        "### Forward + backward time (ms)", length_table(rows, "train", lambda s: s["median_ms"], ".1f"),
+        "### Forward time (ms)", length_table(rows, "forward", lambda s: s["median_ms"], ".1f"),
+        "### Peak memory, forward + backward (MB above baseline)",
+        length_table(rows, "train", lambda s: s["peak_mb"], ".0f"),
+        "### Achieved rate, forward + backward, as a fraction of the matmul rate",
+        length_table(rows, "train", lambda s: s["matmul_fraction"], ".0%"),
+        f"![time vs length]({time_png.name})", f"![memory vs length]({memory_png.name})",
+    ]
+    for length in (4096,):
+        parts += [f"### Detail at {length}", detail_table(rows, length)]
+    parts += ["### Peers", "Outputs compared with our weights copied into the peer (and our "
+              "random features, for FAVOR+), no padding, before any time is compared.",
+              agreement_table(results.get("agreement", [])),
+              "Speed-up of ours over each peer (peer time / our time):",
+              peer_speedup_table(rows)]
+    return "\n\n".join(parts)
+
+
+def peer_speedup_table(rows):
+    body = []
+    for ours, peer, minimum in targets.PEER_TARGETS:
+        for stage in ("forward", "train"):
+            found = targets.speedups(rows, ours, peer, stage)
+            body.append([f"{ours} vs {peer}", {"train": "fwd+bwd"}.get(stage, stage),
+                         f"{minimum:g}x"] + [f"{found[n]:.2f}x" if n in found else "–"
+                                             for n in sorted({r['length'] for r in rows})])
+    lengths = [str(n) for n in sorted({r["length"] for r in rows})]
+    return table(["pair", "pass", "target"] + lengths, body)
+
+
+# -- training -----------------------------------------------------------------------------------
+
+
+def train_table(rows, value, spec, jit):
+    """Mechanisms x lengths of `value(row, full_row)` (full's row at the same length and mode)."""
+    lengths = sorted({row["length"] for row in rows})
+    names = []
+    for row in rows:
+        if row["name"] not in names:
+            names.append(row["name"])
+    by_key = {(r["name"], r["length"], r["jit"]): r for r in rows}
+    body = []
+    for name in names:
+        cells = []
+        for length in lengths:
+            row, full = by_key.get((name, length, jit)), by_key.get(("full", length, jit))
+            cells.append(train_cell(row, lambda r: value(r, full), spec))
+        body.append([name] + cells)
+    return table(["mechanism"] + [str(n) for n in lengths], body)
+
+
+def relative(key):
+    """value(row, full): the row's `key` per example over full's (None without a full row)."""
+    def value(row, full):
+        if not full or key not in full:
+            return float("nan")
+        return (row[key] / row["batch"]) / (full[key] / full["batch"])
+    return value
+
+
+def train_cell(row, value, spec):
+    """A training cell: the value (with the batch, bN, where memory made it smaller)."""
+    if unmeasured(row):
+        return unmeasured(row)
+    batch = "" if row["batch"] == row.get("requested_batch", row["batch"]) else f" (b{row['batch']})"
+    return format(value(row), spec) + batch
+
+
+def paper_table():
+    body = [[name] + [f"{s} / {m}" for s, m in zip(steps, paper.MEMORY_GB[name])]
+            for name, steps in paper.STEPS_PER_SECOND.items()]
+    return table(["model (paper)"] + [f"{n} steps/s / GB" for n in paper.LENGTHS], body)
+
+
+def speed_table(train_rows):
+    plain = {r["name"]: r for r in targets.speed_comparison(train_rows, jit=False)}
+    xla = {r["name"]: r for r in targets.speed_comparison(train_rows, jit=True)}
+    body = [[name, times(row["ours"]), times(xla[name]["ours"]), f"{row['paper']}x",
+             times(row["flops_ratio"]), row["nearest"] or "–"] for name, row in plain.items()]
+    return table(["mechanism", "ours (no XLA)", "ours (XLA)", "paper (TPU)", "FLOPs ratio",
+                  "ours nearest"], body)
+
+
+def run_accuracy(runs_dir, task, name):
+    """Our test accuracy (%) of `name` on `task` from runs/<task>-<name>/metrics.json, or None."""
+    metrics = load(pathlib.Path(runs_dir) / f"{task}-{name}" / "metrics.json")
+    return 100 * metrics["test_accuracy"] if metrics and "test_accuracy" in metrics else None
+
+
+def figure3_points(train_rows, runs_dir, length=4096):
+    points = []
+    for row in train_rows:
+        if row["length"] != length or row["jit"] or "step" not in row:
+            continue
+        ours = [run_accuracy(runs_dir, task, row["name"]) for task in paper.TASKS]
+        published = paper.ACCURACY.get(row["name"])
+        if published is None and None in ours:
+            continue
+        scores = [o if o is not None else p for o, p in zip(ours, published or ours)]
+        count = sum(o is not None for o in ours)
+        source = {0: "paper", len(paper.TASKS): "ours"}.get(count, f"ours {count}/5, paper rest")
+        points.append({"name": row["name"],
+                       "examples_per_second": row["steps_per_second"] * row["batch"],
+                       "accuracy": sum(scores) / len(scores), "memory_mb": row["peak_mb"],
+                       "source": source})
+    return points
+
+
+def steps(row, full):
+    return row["steps_per_second"]
+
+
+def peak(row, full):
+    return row["peak_mb"]
+
+
+def train_section(results, output_dir, runs_dir):
+    rows = results["rows"]
+    options = results["options"]
+    parts = [
+        "## Training (LRA Table 2 on this machine)",
+        "The byte-level text classifier ({num_layers} layers, {num_heads} heads, width {emb_dim}, "
+        "MLP {mlp_dim}, vocabulary {vocab_size}, {num_classes} classes), ".format_map(
+            results["model"]) + "AdamW, dropout 0.1, random tokens; "
+        f"batch {options['batch']} (LRA: 32; a smaller batch is marked bN where memory needed it), "
+        f"{options['warmup']} untimed steps then up to {options['steps']} timed; each (mechanism, "
+        "length, XLA or not) in a fresh process. Memory is the peak resident set above the "
+        "baseline after building the model and optimizer.",
+        conditions(results),
+        "### Steps per second (no XLA)", train_table(rows, steps, ".3f", False),
+        "### Steps per second (XLA, jit_compile=True)", train_table(rows, steps, ".3f", True),
+        "### Speed relative to full (examples per second, no XLA)",
+        train_table(rows, relative("steps_per_second"), ".2f", False),
+        "### Speed relative to full (XLA)",
+        train_table(rows, relative("steps_per_second"), ".2f", True),
+        "### Peak memory (MB above baseline, no XLA)", train_table(rows, peak, ".0f", False),
+        "### Peak memory (MB above baseline, XLA)", train_table(rows, peak, ".0f", True),
+        "### Memory relative to full (per example, no XLA)",
+        train_table(rows, relative("peak_mb"), ".3f", False),
+        "### The paper's Table 2 (batch 32, 4x4 TPU v3)", paper_table(),
+        "### Speed at 4K relative to full",
+        "Ours per example (steps/s x batch); FLOPs ratio = full's training matmul FLOPs over the "
+        "mechanism's (the speed-up if both ran at the same rate); nearest = which of the paper's "
+        "ratio and the FLOPs ratio ours is closer to, on a log scale.",
+        speed_table(rows),
+    ]
+    points = figure3_points(rows, runs_dir)
+    if points:
+        png = plots.figure3(points, output_dir / "efficiency_lra_figure3.png")
+        parts += ["### Accuracy vs speed (LRA figure 3)",
+                  "Accuracy: the LRA average over five tasks, ours from run directories where "
+                  "they exist (labelled), the paper's Table 1 otherwise; speed (examples per second, "
+                  "so a smaller batch does not look faster) and memory: ours at 4K, no XLA.", f"![LRA figure 3]({png.name})"]
+    return "\n\n".join(parts)
+
+
+# -- the page -----------------------------------------------------------------------------------
+
+
+def targets_section(layer_results, train_results):
+    judged = targets.evaluate(layer_results, train_results)
+    body = [[t["target"], fmt(t["value"], ".3g"), fmt(t["threshold"], ".3g"),
+             {True: "met", False: "**missed**", None: "not measured"}[t["met"]], t["detail"]]
+            for t in judged]
+    return "## Targets\n\n" + table(["target", "value", "threshold", "status", "detail"], body)
+
+
+def render(layer_results, train_results, output_dir, runs_dir, notes):
+    parts = ["# Efficiency of the attention mechanisms",
+             "Generated by `python -m arena_tf.benchmark report` from the results of "
+             "`python -m arena_tf.benchmark layers` and `... train` (in `docs/efficiency/`); "
+             "do not edit by hand: findings go in `docs/efficiency/notes.md`, included at the end.",
+             targets_section(layer_results, train_results)]
+    if layer_results:
+        parts.append(layer_section(layer_results, output_dir))
+    if train_results:
+        parts.append(train_section(train_results, output_dir, runs_dir))
+    if notes:
+        parts.append(notes.strip())
+    return "\n\n".join(parts) + "\n"
+
+
+def run(options, say=print):
+    layer_results, train_results = load(options.layers), load(options.train)
+    if not (layer_results or train_results):
+        raise SystemExit(f"error: no results at {options.layers} or {options.train}; run "
+                         "`python -m arena_tf.benchmark layers` or `... train` first")
+    notes_path = pathlib.Path(options.notes)
+    notes = notes_path.read_text() if notes_path.exists() else ""
+    output = pathlib.Path(options.output)
+    text = render(layer_results, train_results, output.parent, options.runs, notes)
+    files.write_text(output, text)
+    say(f"wrote {output}")
+    return output

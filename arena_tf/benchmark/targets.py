@@ -1,0 +1,165 @@
+"""The efficiency targets of issue 8, judged on the results of `layers` and `train`.
+
+Each target gives a record {target, value, threshold, met, detail}; `met` is None when the results
+needed are missing (not measured, skipped or failed), and the detail says which.
+"""
+
+import math
+
+from arena_tf.benchmark import paper
+
+JUDGED_LENGTH = 4096
+# (our row label, peer, minimum speed-up of ours over the peer in forward + backward time).
+PEER_TARGETS = (
+    ("performer", "kernel_exp", 1.3),
+    ("linear", "kernel_elu", 1.3),
+    ("bigbird", "bigbird_tfm", 1.3),
+    ("local[block_size=64]", "block_sparse", 1.0),
+    ("full", "keras_mha", 1.0),
+)
+# Mechanisms linear in length, whose time and memory at 16K must stay within 4.5x those at 4K.
+LINEAR_IN_LENGTH = ("linear", "performer", "linformer", "local", "longformer", "bigbird")
+GROWTH_LIMIT = 4.5
+MATMUL_FRACTION = 0.5
+MEMORY_SHARE = 1 / 8
+LOW_MEMORY = ("linear", "performer", "linformer", "local")
+
+
+def measured(rows, label, length, stage="train"):
+    """The row of `label` at `length` if it was measured, else None."""
+    for row in rows:
+        if row.get("label", row.get("name")) == label and row["length"] == length and stage in row:
+            return row
+    return None
+
+
+def record(target, value, threshold, met, detail=""):
+    return {"target": target, "value": value, "threshold": threshold, "met": met, "detail": detail}
+
+
+def missing(target, threshold, what):
+    return record(target, None, threshold, None, f"not measured: {what}")
+
+
+def speedups(rows, ours, peer, stage):
+    """{length: peer time / our time} wherever both were measured."""
+    found = {}
+    for length in sorted({row["length"] for row in rows}):
+        mine, theirs = measured(rows, ours, length, stage), measured(rows, peer, length, stage)
+        if mine and theirs:
+            found[length] = theirs[stage]["median_ms"] / mine[stage]["median_ms"]
+    return found
+
+
+def peer_targets(rows):
+    judged = []
+    for ours, peer, minimum in PEER_TARGETS:
+        target = f"{ours} >= {minimum:g}x as fast as {peer} (forward + backward, {JUDGED_LENGTH})"
+        train, forward = speedups(rows, ours, peer, "train"), speedups(rows, ours, peer, "forward")
+        if JUDGED_LENGTH not in train:
+            judged.append(missing(target, minimum, f"{ours} or {peer} at {JUDGED_LENGTH}"))
+            continue
+        detail = "fwd+bwd " + ", ".join(f"{k}: {v:.2f}x" for k, v in train.items()) + \
+            "; forward " + ", ".join(f"{k}: {v:.2f}x" for k, v in forward.items())
+        value = train[JUDGED_LENGTH]
+        judged.append(record(target, value, minimum, value >= minimum, detail))
+    return judged
+
+
+def matmul_fraction_target(rows):
+    target = f"full forward + backward at {JUDGED_LENGTH} >= {MATMUL_FRACTION:.0%} of the matmul rate"
+    full = measured(rows, "full", JUDGED_LENGTH)
+    fractions = {row.get("label"): row["train"]["matmul_fraction"]
+                 for row in rows if row["length"] == JUDGED_LENGTH and "train" in row}
+    lowest = min(fractions, key=fractions.get) if fractions else None
+    detail = f"lowest at {JUDGED_LENGTH}: {lowest} ({fractions[lowest]:.1%})" if lowest else ""
+    if not full:
+        return missing(target, MATMUL_FRACTION, f"full at {JUDGED_LENGTH}")
+    value = full["train"]["matmul_fraction"]
+    return record(target, value, MATMUL_FRACTION, value >= MATMUL_FRACTION, detail)
+
+
+def growth_targets(rows, long=16384):
+    judged = []
+    for name in LINEAR_IN_LENGTH:
+        target = f"{name}: time and memory at {long} <= {GROWTH_LIMIT:g}x those at {JUDGED_LENGTH}"
+        short_row, long_row = measured(rows, name, JUDGED_LENGTH), measured(rows, name, long)
+        if not (short_row and long_row):
+            judged.append(missing(target, GROWTH_LIMIT, f"{name} at {JUDGED_LENGTH} or {long}"))
+            continue
+        time_growth = long_row["train"]["median_ms"] / short_row["train"]["median_ms"]
+        memory_growth = long_row["train"]["peak_mb"] / max(short_row["train"]["peak_mb"], 1.0)
+        value = max(time_growth, memory_growth)
+        detail = f"time x{time_growth:.2f}, memory x{memory_growth:.2f} (fwd+bwd)"
+        judged.append(record(target, value, GROWTH_LIMIT, value <= GROWTH_LIMIT, detail))
+    return judged
+
+
+def per_example_memory(row):
+    return row["peak_mb"] / row["batch"]
+
+
+def memory_targets(train_rows):
+    judged = []
+    full = training_row(train_rows, "full", JUDGED_LENGTH)
+    for name in LOW_MEMORY:
+        target = f"{name}: training memory at {JUDGED_LENGTH} <= 1/8 of full's"
+        mine = training_row(train_rows, name, JUDGED_LENGTH)
+        if not (full and mine):
+            judged.append(missing(target, MEMORY_SHARE, f"{name} or full at {JUDGED_LENGTH}"))
+            continue
+        value = per_example_memory(mine) / per_example_memory(full)
+        detail = (f"{mine['peak_mb']:.0f} MB (batch {mine['batch']}) vs full "
+                  f"{full['peak_mb']:.0f} MB (batch {full['batch']}), per example")
+        judged.append(record(target, value, MEMORY_SHARE, value <= MEMORY_SHARE, detail))
+    return judged
+
+
+def training_row(rows, name, length, jit=False):
+    for row in rows:
+        if (row["name"], row["length"], row["jit"]) == (name, length, jit) and "step" in row:
+            return row
+    return None
+
+
+def relative_speed(rows, name, length, jit=False):
+    """Steps/s of `name` over full's (per example, in case their batches differ), or None."""
+    mine, full = training_row(rows, name, length, jit), training_row(rows, "full", length, jit)
+    if not (mine and full):
+        return None
+    return (mine["steps_per_second"] * mine["batch"]) / (full["steps_per_second"] * full["batch"])
+
+
+def flops_ratio(rows, name, length):
+    """full's training FLOPs over `name`'s, per example."""
+    mine, full = training_row(rows, name, length), training_row(rows, "full", length)
+    if not (mine and full):
+        return None
+    return (full["train_flops"] / full["batch"]) / (mine["train_flops"] / mine["batch"])
+
+
+def speed_comparison(train_rows, jit=False):
+    """Per mechanism at 4K: our speed relative to full, the paper's, the FLOPs ratio, and which
+    of the two our ratio is nearest (on a log scale)."""
+    table = []
+    for name, published in paper.SPEEDUP_4K.items():
+        ours = relative_speed(train_rows, name, JUDGED_LENGTH, jit)
+        bound = flops_ratio(train_rows, name, JUDGED_LENGTH)
+        nearest = None
+        if ours and bound:
+            nearest = min((("paper", published), ("FLOPs", bound)),
+                          key=lambda item: abs(math.log(ours / item[1])))[0]
+        table.append({"name": name, "ours": ours, "paper": published, "flops_ratio": bound,
+                      "nearest": nearest})
+    return table
+
+
+def evaluate(layer_results=None, train_results=None):
+    """Every target's record, from whichever results exist."""
+    judged = []
+    if layer_results:
+        rows = layer_results["rows"]
+        judged += peer_targets(rows) + [matmul_fraction_target(rows)] + growth_targets(rows)
+    if train_results:
+        judged += memory_targets(train_results["rows"])
+    return judged

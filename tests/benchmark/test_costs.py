@@ -1,0 +1,61 @@
+"""The FLOP formulas against TensorFlow's profiler, and the memory-cap skip rule."""
+
+import tensorflow as tf
+
+import arena_tf.layers as attention_layers
+from arena_tf.benchmark import costs, layers, memory
+
+SHAPE = costs.Shape(batch=2, length=96, heads=2, head_dim=16)
+
+
+def profiled(name, params):
+    """Matmul FLOPs of one layer on SHAPE: the profiler's for the forward graph, the adjoint-aware
+    graph count for forward + backward (the profiler ignores BatchMatMul's adj_x / adj_y)."""
+    layer = attention_layers.get(name, num_heads=SHAPE.heads, head_dim=SHAPE.head_dim,
+                                 max_len=SHAPE.length, **params)
+    layer.build((SHAPE.batch, SHAPE.length, SHAPE.width))
+    spec = tf.TensorSpec((SHAPE.batch, SHAPE.length, SHAPE.width))
+
+    def train(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(layer(x, training=True))
+        return tape.gradient(loss, [x, *layer.trainable_variables])
+
+    forward = tf.function(lambda x: layer(x)).get_concrete_function(spec)
+    backward = tf.function(train).get_concrete_function(spec)
+    return costs.profiled_flops(forward), costs.graph_matmul_flops(backward)
+
+
+def test_full_formula_equals_profiler_count():
+    forward, train = profiled("full", {})
+    cost = costs.attention_cost("full", SHAPE)
+    assert forward == cost.flops
+    assert train == cost.train_flops
+
+
+def test_linear_formula_equals_profiler_count():
+    forward, train = profiled("linear", {})
+    cost = costs.attention_cost("linear", SHAPE)
+    assert forward == cost.flops
+    assert train == cost.train_flops
+
+
+def test_formula_follows_parameters():
+    # Local with a block that does not divide the length pads to whole blocks (96 -> 100).
+    forward, _ = profiled("local", {"block_size": 25})
+    assert forward == costs.attention_cost("local", SHAPE, {"block_size": 25}).flops
+    assert costs.attention_cost("local", SHAPE, {"block_size": 25}).flops != \
+        costs.attention_cost("local", SHAPE, {"block_size": 32}).flops
+
+
+def test_length_over_the_memory_cap_is_skipped_and_said_so():
+    long = costs.Shape(batch=1, length=16384, heads=4, head_dim=64)
+    short = costs.Shape(batch=1, length=4096, heads=4, head_dim=64)
+    full, linear = layers.ours("full"), layers.ours("linear")
+    skipped = layers.planned_row(full, long, cap_gb=16)
+    assert skipped["estimated_gb"] > 16
+    assert "exceeds the 16 GB memory cap" in skipped["skipped"]
+    assert layers.planned_row(full, short, cap_gb=16)["skipped"] is None
+    assert layers.planned_row(linear, long, cap_gb=16)["skipped"] is None
+    assert memory.over_cap(2.0, cap_gb=2.0) is None

@@ -1,0 +1,109 @@
+"""The report generator: markdown tables, target verdicts and PNG plots from small results."""
+
+import json
+
+import pytest
+
+from arena_tf.benchmark import __main__ as cli
+from arena_tf.benchmark import paper, report
+
+MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gb": 8.0, "platform": "Linux",
+           "versions": {"tensorflow": "2.20.0"}}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def stats(ms, peak_mb, fraction=None):
+    record = {"median_ms": ms, "p25_ms": ms * 0.95, "p75_ms": ms * 1.05, "min_ms": ms * 0.9,
+              "max_ms": ms * 1.1, "samples_ms": [ms], "peak_mb": peak_mb}
+    if fraction is not None:
+        record.update(gflops=100 * fraction, matmul_fraction=fraction)
+    return record
+
+
+def layer_row(label, kind, length, train_ms, peak_mb, fraction=0.4):
+    return {"label": label, "kind": kind, "name": label, "params": {}, "length": length,
+            "shape": {"batch": 1, "length": length, "heads": 4, "head_dim": 64},
+            "formula_flops": 1e9, "formula_train_flops": 3e9, "estimated_gb": 0.5,
+            "skipped": None, "load": 1.0, "profiled": {"forward_matmul_flops": 1e9},
+            "forward": stats(train_ms / 3, peak_mb / 2, fraction),
+            "train": stats(train_ms, peak_mb, fraction)}
+
+
+def train_row(name, jit, steps_per_second, peak_mb, flops):
+    return {"name": name, "params": {}, "length": 4096, "jit": jit, "batch": 4,
+            "requested_batch": 4, "estimated_gb": 1.0, "skipped": None, "train_flops": flops,
+            "step": stats(1e3 / steps_per_second, peak_mb), "steps_per_second": steps_per_second,
+            "peak_mb": peak_mb, "first_step_s": 5.0, "load": 1.0}
+
+
+def results(kind, rows, **extra):
+    return {"benchmark": kind, "machine": MACHINE, "options": {"batch": 4, "warmup": 2, "steps": 3},
+            "started": "2026-01-01 00:00:00", "finished": "2026-01-01 01:00:00",
+            "load_start": 0.5, "rows": rows, **extra}
+
+
+@pytest.fixture
+def result_files(tmp_path):
+    layer_rows = [
+        layer_row("full", "layer", 4096, train_ms=120, peak_mb=3000, fraction=0.55),
+        layer_row("keras_mha", "peer", 4096, train_ms=100, peak_mb=3000),
+        layer_row("performer", "layer", 4096, train_ms=100, peak_mb=200, fraction=0.2),
+        layer_row("kernel_exp", "peer", 4096, train_ms=200, peak_mb=300),
+        {**layer_row("full", "layer", 16384, 1, 1), "skipped": "estimated 25.8 GB exceeds the "
+         "16 GB memory cap", "estimated_gb": 25.8, "forward": None, "train": None},
+    ]
+    for row in layer_rows[-1:]:
+        del row["forward"], row["train"]
+    layers_json = tmp_path / "layers.json"
+    layers_json.write_text(json.dumps(results(
+        "layers", layer_rows, matmul=[{"gflops": 100.0, "size": 2048}],
+        agreement=[{"peer": "keras_mha", "title": "MHA", "counterpart": "full",
+                    "counterpart_params": {}, "length": 512, "compared": True,
+                    "relative_difference": 0.0, "input_scale": 1.0, "agrees": True, "note": ""}])))
+    train_json = tmp_path / "train.json"
+    train_json.write_text(json.dumps(results("train", [
+        train_row("full", False, 0.5, 8000, 6e12), train_row("full", True, 0.6, 7000, 6e12),
+        train_row("linear", False, 2.0, 500, 1e12), train_row("linear", True, 2.2, 450, 1e12),
+    ], model={"num_layers": 4, "num_heads": 4, "emb_dim": 256, "qkv_dim": 256, "mlp_dim": 1024,
+              "vocab_size": 257, "num_classes": 2})))
+    runs = tmp_path / "runs" / "text-linear"
+    runs.mkdir(parents=True)
+    (runs / "metrics.json").write_text(json.dumps({"test_accuracy": 0.70}))
+    return tmp_path
+
+
+def test_report_writes_markdown_with_verdicts_and_pngs(result_files):
+    output = result_files / "docs" / "efficiency.md"
+    cli.main(["report", "--layers", str(result_files / "layers.json"),
+              "--train", str(result_files / "train.json"), "--runs", str(result_files / "runs"),
+              "--notes", str(result_files / "no-notes.md"), "--output", str(output)])
+    text = output.read_text()
+    lines = text.splitlines()
+    performer = next(line for line in lines if line.startswith("| performer >= 1.3x"))
+    assert "| met |" in performer and "2" in performer  # 200 ms / 100 ms
+    full = next(line for line in lines if line.startswith("| full >= 1x as fast as keras_mha"))
+    assert "**missed**" in full
+    linear_memory = next(line for line in lines if line.startswith("| linear: training memory"))
+    assert "| met |" in linear_memory  # 500 MB vs 8000 MB = 1/16
+    assert "skipped (26 GB est.)" in text
+    assert "Test CPU, 2 cores" in text and "### The paper's Table 2" in text
+    for name in ("efficiency_time.png", "efficiency_memory.png", "efficiency_lra_figure3.png"):
+        assert (output.parent / name).read_bytes().startswith(PNG_MAGIC)
+        assert f"]({name})" in text
+
+
+def test_figure3_uses_our_accuracy_where_a_run_exists(result_files):
+    rows = json.loads((result_files / "train.json").read_text())["rows"]
+    points = {p["name"]: p for p in report.figure3_points(rows, result_files / "runs")}
+    assert points["full"]["source"] == "paper"
+    assert points["full"]["accuracy"] == pytest.approx(paper.average_accuracy("full"))
+    assert points["linear"]["source"] == "ours 1/5, paper rest"
+    published = list(paper.ACCURACY["linear"])
+    published[paper.TASKS.index("text")] = 70.0
+    assert points["linear"]["accuracy"] == pytest.approx(sum(published) / 5)
+
+
+def test_report_without_results_says_what_to_run(tmp_path):
+    with pytest.raises(SystemExit, match="run `python -m arena_tf.benchmark layers`"):
+        cli.main(["report", "--layers", str(tmp_path / "a.json"), "--train",
+                  str(tmp_path / "b.json"), "--output", str(tmp_path / "out.md")])

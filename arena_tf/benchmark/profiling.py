@@ -46,7 +46,7 @@ def subject(name, shape):
     return (lambda x, training: layer(x, training=training)), lambda: layer.trainable_variables
 
 
-def profile(name, shape, stage="train", calls=3, params=None):
+def profile(name, shape, stage="train", calls=3):
     """Per-op self time (ms per call), largest first, of `calls` calls after two warm-ups."""
     import tensorflow as tf
 

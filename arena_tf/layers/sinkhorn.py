@@ -128,7 +128,11 @@ class SinkhornAttention(Attention):
         flat = ops.reshape(both, (shape[0], shape[1], shape[2], -1))
         mixed = ops.reshape(ops.matmul(perm, flat), shape) / safe
         mixed = ops.cast(mixed, key_blocks.dtype)
-        return mixed[..., : self.head_dim], mixed[..., self.head_dim :], coverage
+        # Plain slices: a strided slice's gradient is a slow scatter on CPU (see ops.slice_axis).
+        keys, values = (
+            aops.slice_axis(mixed, 4, start, self.head_dim) for start in (0, self.head_dim)
+        )
+        return keys, values, coverage
 
     def get_config(self):
         config = super().get_config()

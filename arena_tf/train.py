@@ -383,8 +383,7 @@ def build_experiment(task_name, model_name, overrides=(), preset=None, data_dir=
         overrides = [*overrides, f"task.data_dir={data_dir}"]
     tasks.lookup(task_name)
     config = load_experiment(task_name, model_name, overrides, preset)
-    task = tasks.get(task_name, data_dir=config.task.data_dir, max_len=config.task.max_len,
-                     seed=config.train.seed, **config.task.params)
+    task = tasks.from_config(config.task, seed=config.train.seed)
     derived = dict(vocab_size=task.vocab_size, num_classes=task.num_classes,
                    padding_id=task.padding_id, max_len=task.max_len,
                    two_tower=task.num_inputs == 2)

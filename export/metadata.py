@@ -11,9 +11,7 @@ import pathlib
 
 import onnx
 
-from arena_tf.models import count_parameters
 from export.errors import ExportError
-from export.signature import OUTPUT_NAME, input_names
 
 KEY = "arena_tf"
 SAVED_MODEL_FILE = pathlib.Path("assets.extra") / f"{KEY}.json"
@@ -21,6 +19,10 @@ SAVED_MODEL_FILE = pathlib.Path("assets.extra") / f"{KEY}.json"
 
 def build_metadata(source, precision):
     """The metadata document of an artifact of `source` computing in `precision`."""
+    # Imported here: reading metadata (serving's model processes) must not load TensorFlow.
+    from arena_tf.models import count_parameters
+    from export.signature import OUTPUT_NAME, input_names
+
     config = source.config
     return {
         "task": source.task.name if source.task else None,

@@ -9,45 +9,22 @@ document (task, max_len, vocab_size, input_names, num_classes, parameters, ...).
 """
 
 import dataclasses
-import json
 import pathlib
 
-METADATA_FILE = "arena_tf.json"  # SavedModel: assets.extra/arena_tf.json (or assets/)
-ONNX_METADATA_KEY = "arena_tf"
+from export import metadata as export_metadata
+from export.errors import ExportError
+
 ARTIFACT_NAMES = ("saved_model", "model.onnx", "saved_model_bf16", "saved_model_fp16",
                   "model.fp16.onnx")
 
 
 def read_metadata(path):
     """The arena_tf metadata of an artifact (SavedModel directory or .onnx file); {} if it has none
-    or it cannot be read.
-
-    Read here rather than with export/metadata.py, which imports Keras and TensorFlow: the model
-    process of an ONNX row must not load TensorFlow (seconds of start-up, hundreds of MB of RSS).
-    """
-    path = pathlib.Path(path)
+    or it cannot be read (export.metadata raises instead)."""
     try:
-        return saved_model_metadata(path) if path.is_dir() else onnx_metadata(path)
-    except (OSError, ValueError):
+        return export_metadata.read_metadata(path)
+    except ExportError:
         return {}
-
-
-def saved_model_metadata(path):
-    for folder in ("assets.extra", "assets"):
-        if (path / folder / METADATA_FILE).is_file():
-            return json.loads((path / folder / METADATA_FILE).read_text())
-    return {}
-
-
-def onnx_metadata(path):
-    import onnx
-
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as error:  # protobuf decode errors share no base class
-        raise ValueError(f"{path} is not a readable ONNX model ({error})") from None
-    props = {p.key: p.value for p in model.metadata_props}
-    return json.loads(props[ONNX_METADATA_KEY]) if ONNX_METADATA_KEY in props else {}
 
 
 def size_on_disk(path):

@@ -80,13 +80,7 @@ def load_run(run_dir):
 
 def make_task(config):
     """The task the run trained on, reading (or generating) data as training did."""
-    return tasks.get(
-        config.task.name,
-        data_dir=config.task.data_dir,
-        max_len=config.task.max_len,
-        seed=config.train.seed,
-        **config.task.params,
-    )
+    return tasks.from_config(config.task, seed=config.train.seed)
 
 
 def examples(task, split, count, start=0):

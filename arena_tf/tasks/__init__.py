@@ -39,7 +39,13 @@ def get(name, **kwargs):
     return lookup(name)(**kwargs)
 
 
+def from_config(task_config, seed=0):
+    """The task a `TaskConfig` names, with its data dir, length and constructor parameters."""
+    return get(task_config.name, data_dir=task_config.data_dir, max_len=task_config.max_len,
+               seed=seed, **task_config.params)
+
+
 for _module in TASKS:  # importing a module registers what it defines
     importlib.import_module(f"arena_tf.tasks.{_module}")
 
-__all__ = ["SPLITS", "DataNotFoundError", "Task", "available", "get", "lookup", "register"]
+__all__ = ["SPLITS", "DataNotFoundError", "Task", "available", "from_config", "get", "lookup", "register"]

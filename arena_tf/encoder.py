@@ -15,9 +15,25 @@ from arena_tf.config import ModelConfig
 SERIALIZABLE = keras.saving.register_keras_serializable(package="arena_tf")
 
 
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@ops.custom_gradient
 def gelu(x):
-    """Exact GELU written with erf: Keras's built-in becomes an `Erfc` node that ONNX lacks."""
-    return 0.5 * x * (1.0 + ops.erf(x / math.sqrt(2.0)))
+    """Exact GELU written with erf (Keras's built-in becomes an `Erfc` node that ONNX lacks).
+
+    The gradient is written out so that training keeps only `x` for it: left to autodiff, the
+    formula keeps three more tensors of the MLP's width per block (x / sqrt 2, x / 2 and 1 + erf).
+    """
+
+    def gradient(*args, upstream=None):
+        upstream = args[0] if upstream is None else upstream
+        cdf = 0.5 * (1.0 + ops.erf(x * _INV_SQRT2))
+        density = ops.exp(-0.5 * x * x) * _INV_SQRT_2PI
+        return upstream * (cdf + x * density)
+
+    return 0.5 * x * (1.0 + ops.erf(x * _INV_SQRT2)), gradient
 
 
 @SERIALIZABLE

@@ -22,6 +22,7 @@ import json
 import os
 import pathlib
 import shlex
+import subprocess
 import sys
 
 from serving import artifacts, gpu, instances, loadgen, plots, report, runtimes, scenarios
@@ -129,6 +130,9 @@ def parse_args(argv):
                         help="seconds to wait for any answer before killing the model")
     parser.add_argument("--startup-timeout", type=float, default=600.0,
                         help="seconds to wait for the first answer (model loading)")
+    parser.add_argument("--bare-loop", action="store_true",
+                        help="after each single-stream row, time the same instances in a bare "
+                        "predict loop (serving/bare_loop.py) and report the row's latency over it")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser.parse_args(argv)
 
@@ -370,7 +374,36 @@ def run_row(target, name, pool, pool_error, options, settings, out):
                peak_rss_bytes=peak_rss, log=str(log))
     memory = row.get("peak_gpu_bytes") or peak_rss
     row["fitness"] = fitness(row.get("accuracy"), row.get("throughput"), memory)
+    if settings.bare_loop and name == "single_stream" and status == "ok" and target.artifact:
+        row.update(compare_with_bare_loop(row, target, pool, options, settings,
+                                          out / "logs" / row_id))
     return row
+
+
+def compare_with_bare_loop(row, target, pool, options, settings, stem):
+    """The single-stream row's instances timed by serving.bare_loop in a fresh process, and the
+    ratios of the row's mean latencies (end to end, and inside the model process) to that loop's."""
+    schedule = scenarios.get("single_stream")(options).schedule(len(pool))
+    instances, summary = stem.with_suffix(".bare.in.jsonl"), stem.with_suffix(".bare.json")
+    log = stem.with_suffix(".bare.log")
+    instances.write_bytes(b"".join(pool.fragments[i] + b"\n" for i in schedule.indices))
+    command = [sys.executable, "-m", "serving.bare_loop", target.artifact, "--runtime",
+               target.runtime, "--precision", target.precision, "--device", settings.device,
+               "--instances", str(instances), "--out", str(summary)]
+    with open(log, "wb") as log_file:
+        try:
+            subprocess.run(command, env=worker_env(settings.device, summary), stdout=log_file,
+                           stderr=log_file, timeout=settings.startup_timeout, check=True)
+        except (subprocess.SubprocessError, OSError) as error:
+            return {"bare_loop_note": f"the bare loop failed ({error}); see {log}"}
+        finally:
+            instances.unlink(missing_ok=True)
+    fields = read_json(summary)
+    bare = fields.get("bare_loop_latency_mean_ms")
+    ratios = {f"{kind}_over_bare_loop": row[key] / bare if bare and row.get(key) else None
+              for kind, key in (("end_to_end", "request_latency_mean_ms"),
+                                ("in_model", "model_latency_mean_ms"))}
+    return {**fields, **ratios}
 
 
 def exit_words(ended):
@@ -409,7 +442,7 @@ def run(args):
     (out / "logs").mkdir(parents=True, exist_ok=True)
     settings = Settings(device=args.device, timeout=args.timeout,
                         startup_timeout=args.startup_timeout, work_dir=out / "logs",
-                        progress=not args.quiet)
+                        progress=not args.quiet, bare_loop=args.bare_loop)
     size, pools, rows = generated_size(args, options, chosen), {}, []
     total = len(targets) * len(chosen)
     for target in targets:

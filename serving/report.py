@@ -26,6 +26,8 @@ TABLE = (
     ("latency p50 / p99 (ms)", ("request_latency_p50_ms", "request_latency_p99_ms"),
      "{:.2f} / {:.2f}"),
     ("in-model p50 (ms)", "model_latency_p50_ms", "{:.2f}"),
+    ("mean latency / bare loop (end to end, in-model)",
+     ("end_to_end_over_bare_loop", "in_model_over_bare_loop"), "{:.3f}, {:.3f}"),
     ("server max rate (/s)", "server_max_rate", "{:.1f}"),
     ("peak RSS (MiB)", "peak_rss_mib", "{:.0f}"),
     ("peak GPU (MiB)", "peak_gpu_mib", "{:.0f}"),

@@ -24,13 +24,15 @@ from serving.protocol import ModelError, batch_line
 @dataclasses.dataclass
 class Settings:
     """How rows run: the device, per-answer timeout, the first answer's timeout (model loading),
-    where the offline files go, and whether to show progress bars."""
+    where the offline files go, whether to show progress bars, and whether to compare single-stream
+    rows with a bare predict loop."""
 
     device: str = "cpu"
     timeout: float = 120.0
     startup_timeout: float = 600.0
     work_dir: pathlib.Path = pathlib.Path(".")
     progress: bool = True
+    bare_loop: bool = False
 
 
 class Window:

@@ -22,7 +22,7 @@ the geometry of any stored image (the metadata keeps the index; `generator.json`
 and seed).
 
     python -m arena_tf.generators.pathfinder --preview grid.png --size 32
-    python -m arena_tf.generators.pathfinder --out data/pathfinder --num-examples 200000
+    python -m arena_tf.generators.pathfinder --out_dir data/pathfinder --num_examples 200000
 """
 
 import argparse
@@ -87,8 +87,11 @@ class PathfinderConfig:
 
     @property
     def release_path(self):
-        """Directory of this dataset inside an LRA release, e.g. pathfinder32/curv_contour_length_14."""
-        return f"pathfinder{self.size}/curv_contour_length_{self.contour_length}"
+        """Directory of this dataset inside an LRA release, e.g. pathfinder32/curv_contour_length_14
+        (the easy difficulty, contour length 6, is curv_baseline)."""
+        folder = "curv_baseline" if self.contour_length == 6 else \
+            f"curv_contour_length_{self.contour_length}"
+        return f"pathfinder{self.size}/{folder}"
 
     def clearance(self, gap):
         """Least distance between the centre lines of two paddles that are not neighbours."""
@@ -111,6 +114,22 @@ PATHX128 = PathfinderConfig(
     seed_distance=20, antialias=2,
 )
 CONFIGS = {32: PATHFINDER32, 128: PATHX128}
+# The release's three difficulties (contour lengths of Linsley et al.); LRA uses "hard". Distractors
+# scale with them: contour // 3 paddles each, as many as fit in 20 (32 px) or 35 (128 px) paddles.
+DIFFICULTIES = {"easy": 6, "intermediate": 9, "hard": 14}
+DISTRACTOR_PADDLES = {32: 20, 128: 35}
+
+
+def config_for(size, difficulty="hard"):
+    """The LRA settings at `size` (32 or 128 pixels) for one of the release's difficulties."""
+    if size not in CONFIGS or difficulty not in DIFFICULTIES:
+        raise ValueError(f"no Pathfinder settings for size {size}, difficulty {difficulty!r}; "
+                         f"expected size {' or '.join(map(str, CONFIGS))} and difficulty "
+                         f"{', '.join(DIFFICULTIES)}")
+    contour = DIFFICULTIES[difficulty]
+    return dataclasses.replace(CONFIGS[size], contour_length=contour,
+                               distractor_length=contour // 3,
+                               num_distractors=DISTRACTOR_PADDLES[size] // (contour // 3))
 
 
 @dataclasses.dataclass
@@ -448,13 +467,13 @@ def _write_folder(job):
     return stop - start
 
 
-def _run(jobs, workers, report):
-    """Run folder jobs in `workers` spawned processes (in this process for one worker)."""
-    if workers <= 1 or len(jobs) <= 1:
+def _run(jobs, processes, report):
+    """Run folder jobs in `processes` spawned processes (in this one when there is one)."""
+    if processes <= 1 or len(jobs) <= 1:
         for job in jobs:
             report(_write_folder(job))
         return
-    with multiprocessing.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
+    with multiprocessing.get_context("spawn").Pool(min(processes, len(jobs))) as pool:
         for done in pool.imap_unordered(_write_folder, jobs):
             report(done)
 
@@ -473,7 +492,7 @@ def _progress(total):
     return report
 
 
-def write_dataset(root, config, num_examples, seed=0, workers=None, images_per_folder=1000):
+def write_dataset(root, config, num_examples, seed=0, processes=None, images_per_folder=1000):
     """Generate `num_examples` images in the LRA release layout under `root` and return the dataset
     directory (root/pathfinder<size>/curv_contour_length_<n>): imgs/<k>/sample_<n>.png and
     metadata/<k>.npy (text), plus generator.json. An existing identical dataset is reused; an
@@ -498,7 +517,7 @@ def write_dataset(root, config, num_examples, seed=0, workers=None, images_per_f
         for folder, start in enumerate(range(0, num_examples, images_per_folder))
         if not (partial / "metadata" / f"{folder}.npy").exists()
     ]
-    _run(jobs, workers or len(os.sched_getaffinity(0)), _progress(num_examples))
+    _run(jobs, processes or len(os.sched_getaffinity(0)), _progress(num_examples))
     os.replace(partial, final)
     return final
 
@@ -537,23 +556,26 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--preview", metavar="PNG", help="write a grid of examples to this PNG")
-    action.add_argument("--out", metavar="ROOT", help="generate a dataset in the release layout")
+    action.add_argument("--out_dir", metavar="ROOT", help="generate a dataset in the release layout")
     parser.add_argument("--size", type=int, choices=sorted(CONFIGS), default=32)
+    parser.add_argument("--difficulty", choices=list(DIFFICULTIES), default="hard",
+                        help="contour length 6, 9 or 14 (LRA: hard)")
     parser.add_argument("--count", type=int, default=16, help="examples in the preview")
-    parser.add_argument("--num-examples", type=int, default=200_000)
-    parser.add_argument("--workers", type=int, default=None, help="processes (default: all CPUs)")
+    parser.add_argument("--num_examples", type=int, default=200_000)
+    parser.add_argument("--processes", type=int, default=None, help="default: all CPUs")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    config = CONFIGS[args.size]
+    config = config_for(args.size, args.difficulty)
     if args.preview:
         print(write_preview(args.preview, config, args.count, args.seed))
         return
     logging.basicConfig(format="%(message)s", level=logging.INFO)
-    if (Path(args.out) / config.release_path).exists():
-        print(f"{write_dataset(args.out, config, args.num_examples, args.seed)}: already there")
+    if (Path(args.out_dir) / config.release_path).exists():
+        print(f"{write_dataset(args.out_dir, config, args.num_examples, args.seed)}: already there")
         return
     start = time.perf_counter()
-    directory = write_dataset(args.out, config, args.num_examples, args.seed, args.workers)
+    directory = write_dataset(args.out_dir, config, args.num_examples, args.seed,
+                              args.processes)
     seconds = time.perf_counter() - start
     print(f"{directory}: {args.num_examples} images in {seconds:.1f} s "
           f"({args.num_examples / seconds:.0f} images/s)")

@@ -6,7 +6,9 @@ Data, in order: the LRA release layout in `data_dir` (or its `curv_contour_lengt
 `metadata/<k>.npy`, text files with one line per image (field 0 the image folder, field 1 the file
 name, field 3 the label). Otherwise the project's generator (`arena_tf.generators.pathfinder`, the
 LRA settings) writes that layout once under `data_dir` (default ./data/pathfinder) and later runs
-reuse it; `num_examples` sets its size (default 200K, as the release).
+reuse it; `num_examples` sets its size (default 200K, as the release). `difficulty="easy"` or
+`"intermediate"` reads or generates the release's other folders (curv_baseline, contour length 6;
+curv_contour_length_9) instead.
 
 Splits, as in LRA: the metadata files in numeric order, their lines in file order; the first 80%
 train, the next 10% validation, the last 10% test. An all-zero or unreadable image (the release has
@@ -85,6 +87,8 @@ def _skip(path):
 class Pathfinder(Task):
     """Pathfinder from the LRA release layout, or generated once under a seed.
 
+    `difficulty`: "hard" (contour length 14, what LRA uses; default), "intermediate" (9) or "easy"
+    (6, the release's curv_baseline): which release folder is read, or which settings generate.
     Extra arguments (generated data only; a release is read as it is): `num_examples` (images to
     generate, default `default_num_examples`), `generator_seed` (default 0) and `processes`
     (generator processes; the images do not depend on it). When `num_examples` or `generator_seed`
@@ -100,9 +104,10 @@ class Pathfinder(Task):
     generator_config = generator.PATHFINDER32
     default_num_examples = 200_000
 
-    def __init__(self, data_dir=None, max_len=None, seed=0, num_examples=None, generator_seed=None,
-                 processes=None):
+    def __init__(self, data_dir=None, max_len=None, seed=0, difficulty="hard", num_examples=None,
+                 generator_seed=None, processes=None):
         super().__init__(data_dir=data_dir, max_len=max_len, seed=seed)
+        self.generator_config = generator.config_for(self.generator_config.size, difficulty)
         side = self.generator_config.size
         if self.max_len != side * side:
             raise ValueError(

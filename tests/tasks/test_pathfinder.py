@@ -12,7 +12,8 @@ import arena_tf.tasks as tasks
 from arena_tf.generators import pathfinder as generator
 from arena_tf.tasks.pathfinder import SkippedImageWarning, read_index
 
-CONFIGS = [generator.PATHFINDER32, generator.PATHX128]
+CONFIGS = [generator.PATHFINDER32, generator.PATHX128, generator.config_for(32, "easy")]
+IDS = ["32", "128", "32-easy"]
 
 
 def _connected(mask, first, second):
@@ -48,7 +49,7 @@ def _markers_joined(example, config):
     return _connected(np.array(canvas, dtype=bool), (y0, x0), (y1, x1))
 
 
-@pytest.mark.parametrize("config, count", [(CONFIGS[0], 24), (CONFIGS[1], 8)], ids=["32", "128"])
+@pytest.mark.parametrize("config, count", zip(CONFIGS, [24, 8, 24]), ids=IDS)
 def test_markers_are_joined_by_a_contour_exactly_in_positives(config, count):
     examples = [generator.generate_example(config, 3, index) for index in range(count)]
     joined = [_markers_joined(example, config) for example in examples]
@@ -56,7 +57,7 @@ def test_markers_are_joined_by_a_contour_exactly_in_positives(config, count):
     assert {example.label for example in examples} == {0, 1}
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=["32", "128"])
+@pytest.mark.parametrize("config", CONFIGS, ids=IDS)
 def test_contours_are_dashed_curves_of_the_lra_lengths(config):
     example = generator.generate_example(config, 0, 1)
     starts, ends = example.paddles[:, :2], example.paddles[:, 2:]
@@ -90,9 +91,9 @@ def _files(directory):
 
 def test_dataset_bytes_do_not_depend_on_the_number_of_processes(tmp_path):
     made = [
-        generator.write_dataset(tmp_path / str(workers), generator.PATHFINDER32, 12,
-                                workers=workers, images_per_folder=3)
-        for workers in (1, 2)
+        generator.write_dataset(tmp_path / str(processes), generator.PATHFINDER32, 12,
+                                processes=processes, images_per_folder=3)
+        for processes in (1, 2)
     ]
     single, double = (_files(directory) for directory in made)
     assert len(single) == 12 + 4 + 1  # images, metadata files, generator.json
@@ -104,7 +105,7 @@ def release(tmp_path_factory):
     """40 generated images in the release layout, 3 per folder (so 14 metadata files: numeric and
     text order differ), under root/pathfinder32/curv_contour_length_14."""
     root = tmp_path_factory.mktemp("pathfinder")
-    generator.write_dataset(root, generator.PATHFINDER32, 40, seed=1, workers=1,
+    generator.write_dataset(root, generator.PATHFINDER32, 40, seed=1, processes=1,
                             images_per_folder=3)
     return root
 
@@ -167,6 +168,29 @@ def test_release_in_a_subfolder_with_empty_images_skipped_with_a_warning(release
 def test_generated_data_made_with_other_settings_is_refused(release):
     with pytest.raises(ValueError, match="num_examples=40"):
         tasks.get("pathfinder", data_dir=release, num_examples=41).location()
+
+
+def test_difficulties_follow_the_release_formulas_and_folders():
+    easy, intermediate = (generator.config_for(32, d) for d in ("easy", "intermediate"))
+    assert generator.config_for(32, "hard") == generator.PATHFINDER32
+    assert generator.config_for(128, "hard") == generator.PATHX128
+    assert (easy.contour_length, easy.distractor_length, easy.num_distractors) == (6, 2, 10)
+    assert (intermediate.contour_length, intermediate.num_distractors) == (9, 6)
+    assert easy.release_path == "pathfinder32/curv_baseline"
+    assert generator.config_for(128, "easy").num_distractors == 17
+    with pytest.raises(ValueError, match="difficulty easy, intermediate, hard"):
+        generator.config_for(32, "medium")
+
+
+def test_each_difficulty_reads_and_generates_its_own_release_folder(tmp_path):
+    easy = tasks.get("pathfinder", data_dir=tmp_path, difficulty="easy", num_examples=10,
+                     processes=1)
+    assert easy.location() == str(tmp_path / "pathfinder32/curv_baseline")
+    assert generator.read_info(easy.location())["config"]["contour_length"] == 6
+    hard = tasks.get("pathfinder", data_dir=tmp_path, num_examples=10, processes=1)
+    assert hard.location() == str(tmp_path / "pathfinder32/curv_contour_length_14")
+    with pytest.raises(ValueError, match="contour_length"):  # the easy folder given as the root
+        tasks.get("pathfinder", data_dir=easy.location()).location()
 
 
 def test_pathx_generates_and_yields_16384_pixel_inputs(tmp_path):

@@ -1,0 +1,61 @@
+"""The bare predict loop the bench's overhead is measured against, alone and through --bare-loop."""
+
+import json
+
+import numpy as np
+import pytest
+
+from serving import bare_loop
+
+from .conftest import MAX_LEN
+from .test_bench import SMALL, run_bench
+
+
+class CountingRuntime:
+    """Records each predict call's batch."""
+
+    def __init__(self):
+        self.batches = []
+
+    def predict(self, inputs):
+        self.batches.append(inputs[0].copy())
+        return np.zeros((len(inputs[0]), 2), np.float32)
+
+
+def test_every_instance_is_timed_once_alone_after_one_untimed_call():
+    runtime = CountingRuntime()
+    instances = [[i] * 4 for i in range(1, 6)]
+    seconds = bare_loop.time_predictions(runtime, {"max_len": 4, "vocab_size": 10}, instances)
+    assert len(seconds) == 5 and all(s > 0 for s in seconds)
+    assert [b.tolist() for b in runtime.batches] == [[instances[0]]] + [[i] for i in instances]
+    assert all(b.dtype == np.int32 for b in runtime.batches)
+
+
+def test_bad_instances_are_refused_before_timing():
+    with pytest.raises(ValueError, match="token ids must be in"):
+        bare_loop.time_predictions(CountingRuntime(), {"max_len": 2, "vocab_size": 4}, [[1, 9]])
+
+
+def test_the_command_writes_a_latency_summary(tiny_run, tmp_path):
+    instances = tmp_path / "in.jsonl"
+    instances.write_text("".join(json.dumps([1] * MAX_LEN) + "\n" for _ in range(7)))
+    out = tmp_path / "bare.json"
+    bare_loop.main([str(tiny_run / "model.onnx"), "--runtime", "onnxruntime", "--instances",
+                    str(instances), "--out", str(out)])
+    summary = json.loads(out.read_text())
+    assert summary["bare_loop_count"] == 7
+    assert 0 < summary["bare_loop_latency_p50_ms"] <= summary["bare_loop_latency_max_ms"]
+
+
+def test_single_stream_rows_report_their_latency_over_the_bare_loop(tiny_run, tmp_path):
+    status, rows = run_bench(tiny_run, "--runtime", "onnxruntime", "--scenario",
+                             "single_stream,fixed", "--bare-loop", "--out", tmp_path, *SMALL)
+    assert status == 0
+    single, fixed = rows
+    assert single["bare_loop_count"] == single["count"] == 30
+    assert single["end_to_end_over_bare_loop"] == pytest.approx(
+        single["request_latency_mean_ms"] / single["bare_loop_latency_mean_ms"])
+    assert single["in_model_over_bare_loop"] == pytest.approx(
+        single["model_latency_mean_ms"] / single["bare_loop_latency_mean_ms"])
+    assert "bare_loop_count" not in fixed  # only single stream is compared
+    assert "mean latency / bare loop" in (tmp_path / "results.md").read_text()

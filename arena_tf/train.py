@@ -430,24 +430,36 @@ def default_run_dir(args):
     return f"runs/{args.task}-{args.model}" + (f"-{args.preset}" if args.preset else "")
 
 
-def run(args):
-    """Build everything the arguments name, train, and return the Trainer (its .metrics set)."""
+def setup(args):
+    """The Trainer the arguments describe. The checks of names, shapes and parameters that tasks,
+    layers and generators make raise ValueError; here they become ConfigError (one line on the
+    command line), while a ValueError during training is a bug and keeps its traceback."""
     overrides = list(args.overrides)
     if args.precision:
         overrides.append(f"train.precision={args.precision}")
     strategy = make_strategy(args.strategy, args.tpu, args.cpu_devices)
-    config, task = build_experiment(args.task, args.model, overrides, args.preset, args.data_dir)
-    task.load_split("train")  # missing data stops here, before a run directory is made
-    trainer = Trainer(config, task, args.run_dir or default_run_dir(args), strategy)
+    try:
+        config, task = build_experiment(args.task, args.model, overrides, args.preset,
+                                        args.data_dir)
+        task.load_split("train")  # missing data stops here, before a run directory is made
+        return Trainer(config, task, args.run_dir or default_run_dir(args), strategy), config
+    except ValueError as error:
+        if isinstance(error, ConfigError):
+            raise
+        raise ConfigError(str(error)) from error
+
+
+def run(args):
+    """Build everything the arguments name, train, and return the Trainer (its .metrics set)."""
+    trainer, config = setup(args)
     trainer.say(config.to_yaml().rstrip())
-    trainer.say(f"strategy: {describe(strategy)}")
+    trainer.say(f"strategy: {describe(trainer.strategy)}")
     trainer.say(f"TensorBoard: tensorboard --logdir {trainer.run_dir}")
     trainer.fit()
     return trainer
 
 
-ERRORS = (ConfigError, tasks.DataNotFoundError, StrategyError, TrainingError, ValueError,
-          tf.errors.OpError)
+ERRORS = (ConfigError, tasks.DataNotFoundError, StrategyError, TrainingError, tf.errors.OpError)
 
 
 def main(argv=None):

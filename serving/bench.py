@@ -375,8 +375,10 @@ def run_row(target, name, pool, pool_error, options, settings, out):
     memory = row.get("peak_gpu_bytes") or peak_rss
     row["fitness"] = fitness(row.get("accuracy"), row.get("throughput"), memory)
     if settings.bare_loop and name == "single_stream" and status == "ok" and target.artifact:
-        row.update(compare_with_bare_loop(row, target, pool, options, settings,
-                                          out / "logs" / row_id))
+        compared = compare_with_bare_loop(row, target, pool, options, settings,
+                                          out / "logs" / row_id)
+        failure = compared.pop("note", "")
+        row.update(compared, note="; ".join(n for n in (row["note"], failure) if n))
     return row
 
 
@@ -395,7 +397,7 @@ def compare_with_bare_loop(row, target, pool, options, settings, stem):
             subprocess.run(command, env=worker_env(settings.device, summary), stdout=log_file,
                            stderr=log_file, timeout=settings.startup_timeout, check=True)
         except (subprocess.SubprocessError, OSError) as error:
-            return {"bare_loop_note": f"the bare loop failed ({error}); see {log}"}
+            return {"note": f"the bare loop failed ({error}); see {log}"}
         finally:
             instances.unlink(missing_ok=True)
     fields = read_json(summary)

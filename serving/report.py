@@ -8,6 +8,7 @@ Rows are flat dicts (see serving/bench.py); nested values (server trials) are JS
 import csv
 import io
 import json
+import math
 import pathlib
 
 from arena_tf.files import write_text
@@ -38,6 +39,15 @@ TABLE = (
 )
 
 
+# (heading, (runtime, precision) over (runtime, precision)) of the throughput ratio table.
+RATIOS = (
+    ("ONNX Runtime / TensorFlow (FP32)", ("onnxruntime", "fp32"), ("tf", "fp32")),
+    ("TensorFlow FP16 / FP32", ("tf", "fp16"), ("tf", "fp32")),
+    ("TensorFlow BF16 / FP32", ("tf", "bf16"), ("tf", "fp32")),
+    ("ONNX Runtime FP16 / FP32", ("onnxruntime", "fp16"), ("onnxruntime", "fp32")),
+)
+
+
 def cell(row, key, fmt):
     """One formatted table cell; '-' when a value is missing."""
     keys = key if isinstance(key, tuple) else (key,)
@@ -55,11 +65,51 @@ def derived(row, key):
     return row.get(key)
 
 
+def table(headings, body):
+    """Markdown table lines."""
+    return ["| " + " | ".join(headings) + " |", "|" + "---|" * len(headings),
+            *("| " + " | ".join(cells) + " |" for cells in body)]
+
+
+def throughput_ratios(rows):
+    """{(model, scenario): [ratio or None per RATIOS]} from the rows that ran; only pairs with at
+    least one ratio."""
+    measured = {(r["model"], r["scenario"], r["runtime"], r["precision"]): r["throughput"]
+                for r in rows if r.get("status") == "ok" and r.get("throughput")}
+    ratios = {}
+    for model, scenario in dict.fromkeys((m, s) for m, s, _, _ in measured):
+        values = [measured.get((model, scenario, *top), 0) / measured[(model, scenario, *bottom)]
+                  if (model, scenario, *bottom) in measured else 0 for _, top, bottom in RATIOS]
+        if any(values):
+            ratios[(model, scenario)] = [value or None for value in values]
+    return ratios
+
+
+def geometric_mean(values):
+    values = [v for v in values if v]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def ratio_lines(rows):
+    """The throughput ratio table: per model and scenario, then the geometric mean per scenario."""
+    ratios = throughput_ratios(rows)
+    if not ratios:
+        return []
+    scenarios = list(dict.fromkeys(scenario for _, scenario in ratios))
+    means = [(("all models", s), [geometric_mean([v[i] for (_, t), v in ratios.items() if t == s])
+                                   for i in range(len(RATIOS))]) for s in scenarios]
+    body = [[model, scenario, *("-" if v is None else f"{v:.2f}x" for v in values)]
+            for (model, scenario), values in [*ratios.items(), *means]]
+    return ["", "Throughput ratios (instances per second; above 1: the first is faster):", "",
+            *table(["model", "scenario", *(h for h, _, _ in RATIOS)], body)]
+
+
 def markdown(rows, notes=()):
-    """A Markdown table of the rows' headline fields, then one bullet per note."""
-    lines = ["| " + " | ".join(h for h, _, _ in TABLE) + " |",
-             "|" + "---|" * len(TABLE)]
-    lines += ["| " + " | ".join(cell(row, k, f) for _, k, f in TABLE) + " |" for row in rows]
+    """A Markdown table of the rows' headline fields, the throughput ratios between runtimes and
+    precisions, then one bullet per note."""
+    lines = table([h for h, _, _ in TABLE],
+                  [[cell(row, k, f) for _, k, f in TABLE] for row in rows])
+    lines += ratio_lines(rows)
     lines += [""] + [f"- {note}" for note in notes]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -1,4 +1,4 @@
-"""Command line: `python -m arena_tf.benchmark layers|train|report|profile [options]` (see --help)."""
+"""Command line: `python -m arena_tf.benchmark layers|train|xla|report|profile [options]` (--help)."""
 
 import argparse
 import pathlib
@@ -53,7 +53,23 @@ def train_parser(commands):
     parser.add_argument("--max-seconds", type=float, default=30.0,
                         help="stop stepping (after 2 steps) once timed steps took this long")
     parser.add_argument("--xla", choices=list(XLA_MODES), default="both")
+    parser.add_argument("--update", action="store_true",
+                        help="re-measure: replace these rows of --output, keep the others")
     parser.set_defaults(run=training.run)
+
+
+def xla_parser(commands):
+    from arena_tf.benchmark import xla
+
+    parser = commands.add_parser("xla", help="why XLA is slower and larger here: rates and plans")
+    parser.add_argument("--mechanisms", nargs="+", default=["full", "linear"],
+                        choices=attention_layers.available(), metavar="NAME")
+    parser.add_argument("--length", type=int, default=4096)
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=2, help="timed training steps")
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--output", type=pathlib.Path, default=RESULTS / "xla.json")
+    parser.set_defaults(run=xla.run)
 
 
 def report_parser(commands):
@@ -89,7 +105,7 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m arena_tf.benchmark",
                                      description="Efficiency benchmarks of the mechanisms.")
     commands = parser.add_subparsers(dest="command", required=True)
-    for add in (layer_parser, train_parser, report_parser, profile_parser):
+    for add in (layer_parser, train_parser, xla_parser, report_parser, profile_parser):
         add(commands)
     options = parser.parse_args(argv)
     if options.command == "train":

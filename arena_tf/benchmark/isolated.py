@@ -25,6 +25,7 @@ MEASUREMENTS = {
     "agreement": "arena_tf.benchmark.peers:agreement",
     "train": "arena_tf.benchmark.training:measure",
     "matmul": "arena_tf.benchmark.machine:measure_matmul",
+    "xla_kernels": "arena_tf.benchmark.xla:measure_kernels",
 }
 
 

@@ -53,6 +53,13 @@ def conditions(results):
     options = results["options"]
     shown = {k: v for k, v in options.items() if k not in ("output", "mechanisms", "run")}
     lines.append("- Options: " + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + ".")
+    for update in results.get("updates", []):
+        chosen = update["options"]
+        lines.append(
+            f"- Re-measured with `--update` from {update['started']} to "
+            f"{update.get('finished', '(unfinished)')} (load {fmt(update['load_start'], '.1f')} "
+            f"at the start), replacing the rows of {', '.join(chosen['mechanisms'])} at "
+            f"{', '.join(map(str, chosen['lengths']))} tokens (XLA {chosen['xla']}).")
     return "\n".join(lines)
 
 
@@ -207,12 +214,12 @@ def train_table(rows, value, spec, jit):
     return table(["mechanism"] + [str(n) for n in lengths], body)
 
 
-def relative(key):
-    """value(row, full): the row's `key` per example over full's (None without a full row)."""
+def relative(measure):
+    """value(row, full): `measure(row)` over `measure(full)`, per example (NaN without full)."""
     def value(row, full):
-        if not full or key not in full:
+        if unmeasured(full):
             return float("nan")
-        return (row[key] / row["batch"]) / (full[key] / full["batch"])
+        return measure(row) / measure(full)
     return value
 
 
@@ -258,7 +265,7 @@ def figure3_points(train_rows, runs_dir, length=4096):
         count = sum(o is not None for o in ours)
         source = {0: "paper", len(paper.TASKS): "ours"}.get(count, f"ours {count}/5, paper rest")
         points.append({"name": row["name"],
-                       "examples_per_second": row["steps_per_second"] * row["batch"],
+                       "examples_per_second": targets.examples_per_second(row),
                        "accuracy": sum(scores) / len(scores), "memory_mb": row["peak_mb"],
                        "source": source})
     return points
@@ -288,13 +295,13 @@ def train_section(results, output_dir, runs_dir):
         "### Steps per second (no XLA)", train_table(rows, steps, ".3f", False),
         "### Steps per second (XLA, jit_compile=True)", train_table(rows, steps, ".3f", True),
         "### Speed relative to full (examples per second, no XLA)",
-        train_table(rows, relative("steps_per_second"), ".2f", False),
+        train_table(rows, relative(targets.examples_per_second), ".2f", False),
         "### Speed relative to full (XLA)",
-        train_table(rows, relative("steps_per_second"), ".2f", True),
+        train_table(rows, relative(targets.examples_per_second), ".2f", True),
         "### Peak memory (MB above baseline, no XLA)", train_table(rows, peak, ".0f", False),
         "### Peak memory (MB above baseline, XLA)", train_table(rows, peak, ".0f", True),
         "### Memory relative to full (per example, no XLA)",
-        train_table(rows, relative("peak_mb"), ".3f", False),
+        train_table(rows, relative(targets.per_example_memory), ".3f", False),
         "### The paper's Table 2 (batch 32, 4x4 TPU v3)", paper_table(),
         "### Speed at 4K relative to full",
         "Ours per example (steps/s x batch); FLOPs ratio = full's training matmul FLOPs over the "

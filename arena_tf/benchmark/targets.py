@@ -99,6 +99,10 @@ def per_example_memory(row):
     return row["peak_mb"] / row["batch"]
 
 
+def examples_per_second(row):
+    return row["steps_per_second"] * row["batch"]
+
+
 def memory_targets(train_rows):
     judged = []
     full = training_row(train_rows, "full", JUDGED_LENGTH)
@@ -127,7 +131,7 @@ def relative_speed(rows, name, length, jit=False):
     mine, full = training_row(rows, name, length, jit), training_row(rows, "full", length, jit)
     if not (mine and full):
         return None
-    return (mine["steps_per_second"] * mine["batch"]) / (full["steps_per_second"] * full["batch"])
+    return examples_per_second(mine) / examples_per_second(full)
 
 
 def flops_ratio(rows, name, length):

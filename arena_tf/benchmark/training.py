@@ -10,6 +10,8 @@ so batch and steps are options (stated in the output) and a batch whose estimate
 the cap is halved until it fits.
 """
 
+import json
+import pathlib
 import time
 
 from arena_tf import files
@@ -108,9 +110,39 @@ def describe_row(row):
             f"load {row['load']:.1f}")
 
 
+def starting_results(options):
+    """(results, update): a new results record, or with `options.update` the existing output,
+    whose rows the re-measured ones replace, and the record of this update inside it."""
+    fresh = {**machine.run_record("train", options), "model": MODEL, "rows": []}
+    if not options.update:
+        return fresh, None
+    path = pathlib.Path(options.output)
+    if not path.exists():
+        raise SystemExit(f"error: --update re-measures rows of {path}, which does not exist; run "
+                         "without --update first")
+    results = json.loads(path.read_text())
+    if results.get("model") != MODEL:
+        raise SystemExit(f"error: {path} measured another model ({results.get('model')}); "
+                         "--update can only replace rows of the same model")
+    update = {key: fresh[key] for key in ("started", "load_start", "options")}
+    results.setdefault("updates", []).append(update)
+    return results, update
+
+
+def place(rows, row):
+    """Put `row` in `rows`, replacing a row of the same mechanism, length and XLA setting."""
+    key = (row["name"], row["length"], row["jit"])
+    for index, old in enumerate(rows):
+        if (old["name"], old["length"], old["jit"]) == key:
+            rows[index] = row
+            return
+    rows.append(row)
+
+
 def run(options, say=print):
-    """The whole training sweep; writes options.output after every row and returns the results."""
-    results = {**machine.run_record("train", options), "model": MODEL, "rows": []}
+    """The whole training sweep; writes options.output after every row and returns the results.
+    With `options.update` the rows measured now replace those of the existing output."""
+    results, update = starting_results(options)
     say(f"training benchmark: batch {options.batch} (halved where memory needs), "
         f"{options.warmup} untimed + {options.steps} timed steps, lengths {options.lengths}")
     for length in options.lengths:
@@ -124,10 +156,11 @@ def run(options, say=print):
                     measure = isolated.runner(options.in_process)
                     row.update(measure("train", spec, timeout=options.timeout),
                                load=machine.load_average())
-                results["rows"].append(row)
+                place(results["rows"], row)
                 say(describe_row(row))
                 files.write_json(options.output, results)
-    results.update(finished=time.strftime("%Y-%m-%d %H:%M:%S"), load_end=machine.load_average())
+    (update or results).update(finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+                               load_end=machine.load_average())
     files.write_json(options.output, results)
     say(f"results in {options.output}")
     return results

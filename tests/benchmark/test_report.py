@@ -1,11 +1,12 @@
 """The report generator: markdown tables, target verdicts and PNG plots from small results."""
 
 import json
+import math
 
 import pytest
 
 from arena_tf.benchmark import __main__ as cli
-from arena_tf.benchmark import paper, report
+from arena_tf.benchmark import paper, report, targets
 
 MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gb": 8.0, "platform": "Linux",
            "versions": {"tensorflow": "2.20.0"}}
@@ -107,3 +108,12 @@ def test_report_without_results_says_what_to_run(tmp_path):
     with pytest.raises(SystemExit, match="run `python -m arena_tf.benchmark layers`"):
         cli.main(["report", "--layers", str(tmp_path / "a.json"), "--train",
                   str(tmp_path / "b.json"), "--output", str(tmp_path / "out.md")])
+
+
+def test_relative_speed_and_memory_are_per_example_when_batches_differ():
+    full = {**train_row("full", False, 0.5, 8000, 6e12), "batch": 2}
+    linear = {**train_row("linear", False, 0.25, 4000, 1e12), "batch": 16}
+    # full: 1 example/s and 4000 MB per example; linear: 4 examples/s and 250 MB per example.
+    assert report.relative(targets.examples_per_second)(linear, full) == pytest.approx(4.0)
+    assert report.relative(targets.per_example_memory)(linear, full) == pytest.approx(0.0625)
+    assert math.isnan(report.relative(targets.examples_per_second)(linear, None))

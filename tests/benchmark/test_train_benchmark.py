@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from arena_tf.benchmark import __main__ as cli
 from arena_tf.benchmark import training
 
@@ -25,3 +27,24 @@ def test_batch_is_halved_until_the_estimate_fits_the_cap():
     doubled, _ = training.fitting_batch("full", {}, batch * 2, 4096, cap_gb=16)
     assert doubled == batch  # the largest power-of-two fraction that fits
     assert training.fitting_batch("linear", {}, 32, 1024, cap_gb=16)[0] == 32
+
+
+def test_update_replaces_the_re_measured_rows_and_keeps_the_others(tmp_path):
+    output = tmp_path / "train.json"
+    common = ["train", "--lengths", "16", "--batch", "2", "--warmup", "1", "--steps", "2",
+              "--xla", "off", "--in-process", "--output", str(output)]
+    cli.main([*common, "--mechanisms", "linear", "local"])
+    first = json.loads(output.read_text())
+    cli.main([*common, "--mechanisms", "local", "--update"])
+    updated = json.loads(output.read_text())
+    assert [row["name"] for row in updated["rows"]] == ["linear", "local"]
+    assert updated["rows"][0] == first["rows"][0]
+    assert updated["rows"][1]["step"] != first["rows"][1]["step"]  # measured again
+    (update,) = updated["updates"]
+    assert update["options"]["mechanisms"] == ["local"] and "finished" in update
+    assert updated["started"] == first["started"]
+
+
+def test_update_without_results_says_to_run_first(tmp_path):
+    with pytest.raises(SystemExit, match="does not exist; run without --update first"):
+        cli.main(["train", "--update", "--in-process", "--output", str(tmp_path / "none.json")])

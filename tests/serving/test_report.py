@@ -80,3 +80,27 @@ def test_without_accuracy_there_is_no_bubble_chart_and_a_note_says_why(tmp_path)
     paths, notes = plots.write_all(rows, tmp_path)
     assert [p.name for p in paths] == ["radar_a.png"]
     assert "accuracy needs the task's test split" in notes[0]
+
+
+def ok_row(model, scenario, runtime, precision, throughput):
+    return {"model": model, "scenario": scenario, "runtime": runtime, "precision": precision,
+            "status": "ok", "throughput": throughput}
+
+
+def test_throughput_ratios_compare_runtimes_and_precisions_per_model_and_scenario():
+    rows = [ok_row("a", "fixed", "tf", "fp32", 100.0),
+            ok_row("a", "fixed", "onnxruntime", "fp32", 150.0),
+            ok_row("a", "fixed", "tf", "bf16", 50.0), ok_row("b", "fixed", "tf", "fp32", 10.0),
+            ok_row("b", "fixed", "onnxruntime", "fp32", 60.0),
+            {**ok_row("b", "fixed", "tf", "bf16", 99.0), "status": "failed"},
+            ok_row("c", "offline", "onnxruntime", "fp16", 5.0)]
+    ratios = report.throughput_ratios(rows)
+    assert ratios == {("a", "fixed"): [1.5, None, 0.5, None],
+                      ("b", "fixed"): [6.0, None, None, None]}
+    text = report.markdown(rows)
+    assert "| a | fixed | 1.50x | - | 0.50x | - |" in text
+    assert "| all models | fixed | 3.00x | - | 0.50x | - |" in text  # geometric mean of 1.5 and 6
+
+
+def test_no_ratio_table_without_a_pair():
+    assert "ratios" not in report.markdown(ROWS)

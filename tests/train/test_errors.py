@@ -68,6 +68,22 @@ def test_run_directory_of_another_configuration_says_what_differs(capsys, listop
     assert "model.num_layers: saved 1, now 2" in line and "train.batch_size: saved 32, now 16" in line
 
 
+def test_impossible_mechanism_parameter_is_one_line(capsys, listops_dir, tmp_path):
+    line = fails_with(capsys, cli_args(listops_dir, tmp_path / "run", [
+        *TINY, "model.attention_params.block_size=0"], model="local"))
+    assert "block_size=0 is invalid; expected a positive integer" in line
+
+
+def test_a_value_error_while_training_is_a_bug_and_keeps_its_traceback(monkeypatch, listops_dir,
+                                                                       tmp_path):
+    def broken_fit(self):
+        raise ValueError("a bug in the loop")
+
+    monkeypatch.setattr(train.Trainer, "fit", broken_fit)
+    with pytest.raises(ValueError, match="a bug in the loop"):
+        train.main(cli_args(listops_dir, tmp_path / "run", [*TINY, *loop(1)]))
+
+
 def test_unreachable_tpu(capsys, tmp_path):
     line = fails_with(capsys, ["--task=listops", "--model=full", "--tpu=nonexistent",
                                f"--run_dir={tmp_path}"])

@@ -1,13 +1,13 @@
 """LRA Table 2 on this machine: training steps per second and peak memory of the byte-level text
 classifier (4 layers, 4 heads, width 256, MLP 1024, vocabulary 257, 2 classes) at 1K-4K tokens.
 
-    python -m arena_tf.benchmark train --batch 4 --steps 3
+    python -m arena_tf.benchmark train --batch 32 --steps 2 --memory-cap-gb 20   # docs/efficiency
 
 Every (mechanism, length, XLA or not) trains in a fresh process on random tokens: AdamW as in LRA,
 dropout 0.1, one `tf.function` step (`jit_compile=True` for XLA), the first steps untimed (they
-trace and compile). LRA used batch 32 on 16 TPU v3 cores; on a 2-core CPU that would take hours,
-so batch and steps are options (stated in the output) and a batch whose estimated memory exceeds
-the cap is halved until it fits.
+trace and compile). LRA used batch 32 on 16 TPU v3 cores; here that takes about an hour for the
+whole sweep, so batch and steps are options (stated in the output), a batch whose estimated memory
+exceeds the cap is halved until it fits, and `--update` re-measures chosen rows in place.
 """
 
 import json

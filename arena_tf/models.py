@@ -7,7 +7,6 @@
 """
 
 import keras
-from keras import ops
 
 from arena_tf.config import ModelConfig
 from arena_tf.encoder import Encoder
@@ -34,11 +33,6 @@ def build_classifier(config):
     combined = keras.layers.Concatenate(name="combine")([x1, x2, x1 * x2, x1 - x2])
     logits = classifier_head(config, combined, "classifier")
     return keras.Model([first, second], logits, name=f"{config.attention}_two_tower")
-
-
-def count_parameters(model):
-    """Number of trainable and non-trainable scalars of a built model."""
-    return int(sum(ops.size(w) for w in model.weights))
 
 
 def load_classifier(path):

@@ -36,7 +36,7 @@ import arena_tf.tasks as tasks
 from arena_tf import files
 from arena_tf.config import ConfigError, ExperimentConfig, load_experiment, read_yaml
 from arena_tf.distribute import STRATEGIES, StrategyError, describe, is_chief, make_strategy
-from arena_tf.models import build_classifier, count_parameters
+from arena_tf.models import build_classifier
 from arena_tf.schedules import make_optimizer
 
 # Settings a resumed run may change: they steer the loop, not what the model and data are.
@@ -357,7 +357,7 @@ class Trainer:
             "validation_loss": validation["loss"],
             "wall_time_s": wall,
             "examples_per_second": trained.scalars()["examples_per_second"] if trained.steps else None,
-            "parameters": count_parameters(self.model),
+            "parameters": self.model.count_params(),
             "peak_memory_mb": peak_memory_mb(),
             "replicas": self.strategy.num_replicas_in_sync,
         }

@@ -20,7 +20,6 @@ SAVED_MODEL_FILE = pathlib.Path("assets.extra") / f"{KEY}.json"
 def build_metadata(source, precision):
     """The metadata document of an artifact of `source` computing in `precision`."""
     # Imported here: reading metadata (serving's model processes) must not load TensorFlow.
-    from arena_tf.models import count_parameters
     from export.signature import OUTPUT_NAME, input_names
 
     config = source.config
@@ -35,7 +34,7 @@ def build_metadata(source, precision):
         "output_name": OUTPUT_NAME,
         "num_classes": config.num_classes,
         "padding_id": config.padding_id,
-        "parameters": count_parameters(source.model),
+        "parameters": source.model.count_params(),
         "precision": precision,
         "source": str(source.model_path),
     }

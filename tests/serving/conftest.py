@@ -22,7 +22,7 @@ def export_tiny_model(run, data_dir):
     import tf2onnx
 
     from arena_tf.config import ModelConfig
-    from arena_tf.models import build_classifier, count_parameters
+    from arena_tf.models import build_classifier
 
     config = ModelConfig(attention="full", num_layers=1, num_heads=2, emb_dim=16, qkv_dim=16,
                          mlp_dim=32, max_len=MAX_LEN, vocab_size=16, num_classes=10,
@@ -32,7 +32,7 @@ def export_tiny_model(run, data_dir):
     metadata = {"task": "listops", "mechanism": "full", "model_config": config.to_dict(),
                 "vocab_size": 16, "max_len": MAX_LEN, "num_inputs": 1, "input_names": ["tokens"],
                 "output_name": "logits", "num_classes": 10, "padding_id": 0,
-                "parameters": count_parameters(model), "precision": "fp32", "source": "fixture"}
+                "parameters": model.count_params(), "precision": "fp32", "source": "fixture"}
     model.export(str(run / "saved_model"), format="tf_saved_model", input_signature=[spec],
                  verbose=False)
     (run / "saved_model" / "assets.extra").mkdir()

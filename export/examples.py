@@ -12,6 +12,7 @@ tails of random length where the model has a padding id.
 """
 
 import dataclasses
+import inspect
 from typing import Optional
 
 import numpy as np
@@ -67,21 +68,14 @@ def generated_examples(config, count, why, seed=0):
                     f"generated: {why}")
 
 
-def why_no_local_data(task_class, task_config):
-    """Why the task's data cannot be read without downloading or generating, or None if it can."""
-    if issubclass(task_class, sources.TfdsTask):
-        return None  # read with download=False: a missing dataset is a DataNotFoundError
-    root = sources.data_root(task_config.name, task_config.data_dir)
-    if not root.is_dir() or not any(root.iterdir()):
-        return f"no {task_config.name} data in {root} (export never generates data)"
-    return None
-
-
 def task_arguments(task_class, task_config, config):
-    """Keyword arguments building the task at the model's length, without downloads."""
+    """Keyword arguments building the task at the model's length, reading only: no downloads, no
+    generated data (a missing set is a DataNotFoundError, and generated examples are used)."""
     arguments = dict(data_dir=task_config.data_dir, max_len=config.max_len, **task_config.params)
     if issubclass(task_class, sources.TfdsTask):
         arguments["download"] = False
+    if "generate" in inspect.signature(task_class).parameters:
+        arguments["generate"] = False
     return arguments
 
 
@@ -112,9 +106,6 @@ def task_examples(task_config, config, count):
         task_class = tasks.lookup(task_config.name)
     except ValueError as error:
         return None, str(error)
-    why_not = why_no_local_data(task_class, task_config)
-    if why_not:
-        return None, why_not
     try:
         task = task_class(**task_arguments(task_class, task_config, config))
         why_not = mismatch(task, config)

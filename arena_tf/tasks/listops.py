@@ -35,8 +35,9 @@ HEADER = generator.HEADER.rstrip("\n")
 class ListOps(sources.TextPreview, Task):
     """ListOps from the LRA release files, or generated once under a seed.
 
-    Extra arguments: `generator_spec` (a `ListOpsSpec`; sizes, lengths and seed of generated data)
-    and `processes` (generator processes; the data does not depend on it).
+    Extra arguments: `generator_spec` (a `ListOpsSpec`; sizes, lengths and seed of generated data),
+    `processes` (generator processes; the data does not depend on it) and `generate` (False: read
+    only, a missing set is a DataNotFoundError instead of being generated).
     """
 
     name = "listops"
@@ -46,8 +47,10 @@ class ListOps(sources.TextPreview, Task):
     num_inputs = 1
     padding_id = 0
 
-    def __init__(self, data_dir=None, max_len=None, seed=0, generator_spec=None, processes=None):
+    def __init__(self, data_dir=None, max_len=None, seed=0, generator_spec=None, processes=None,
+                 generate=True):
         super().__init__(data_dir=data_dir, max_len=max_len, seed=seed)
+        self.generate = generate
         if isinstance(generator_spec, dict):  # from YAML: task.params.generator_spec
             generator_spec = generator.ListOpsSpec(**generator_spec)
         self.requested_spec = generator_spec
@@ -91,6 +94,7 @@ class ListOps(sources.TextPreview, Task):
         return " ".join(VOCABULARY[i - 1] for i in tokens if i > 0)
 
     def _generate(self, root, names):
+        sources.check_generation(self, sources.places(root, SUBFOLDERS))
         partial = sources.present_files(root, names, SUBFOLDERS)
         if partial:
             raise DataNotFoundError(

@@ -90,8 +90,8 @@ class Pathfinder(Task):
     `difficulty`: "hard" (contour length 14, what LRA uses; default), "intermediate" (9) or "easy"
     (6, the release's curv_baseline): which release folder is read, or which settings generate.
     Extra arguments (generated data only; a release is read as it is): `num_examples` (images to
-    generate, default `default_num_examples`), `generator_seed` (default 0) and `processes`
-    (generator processes; the images do not depend on it). When `num_examples` or `generator_seed`
+    generate, default `default_num_examples`), `generator_seed` (default 0), `processes`
+    (generator processes; the images do not depend on it) and `generate` (False: read only). When `num_examples` or `generator_seed`
     is None, an existing generated set is reused whatever its value; a value given must match it.
     """
 
@@ -105,8 +105,9 @@ class Pathfinder(Task):
     default_num_examples = 200_000
 
     def __init__(self, data_dir=None, max_len=None, seed=0, difficulty="hard", num_examples=None,
-                 generator_seed=None, processes=None):
+                 generator_seed=None, processes=None, generate=True):
         super().__init__(data_dir=data_dir, max_len=max_len, seed=seed)
+        self.generate = generate
         self.generator_config = generator.config_for(self.generator_config.size, difficulty)
         side = self.generator_config.size
         if self.max_len != side * side:
@@ -200,6 +201,7 @@ class Pathfinder(Task):
         return path, pixels, label
 
     def _generate(self, root):
+        sources.check_generation(self, sources.places(root, self.subfolders))
         count = self.num_examples or self.default_num_examples
         log.info("%s: no release layout in %s; generating %d images", self.name, root, count)
         try:

@@ -176,6 +176,16 @@ def host_reachable(host, port, timeout=None):
     return True
 
 
+def check_generation(task, where):
+    """Stop a task whose data is missing from generating it when it was built with
+    `generate=False` (reading only, as export does)."""
+    if not task.generate:
+        raise DataNotFoundError(
+            f"{task.name}: no data in {where}, and generating it is off (generate=False); pass "
+            "--data_dir=DIR with DIR holding the data, or let training generate it first"
+        )
+
+
 class TfdsTask(Task):
     """A task served by a TFDS dataset: a prepared TFDS directory, else a download where possible.
 

@@ -39,7 +39,8 @@ def test_missing_task_data_gives_generated_examples_and_is_not_generated(tmp_pat
     run_dir, _ = write_run_dir(tmp_path / "run", "full",
                                task={"name": "listops", "data_dir": str(empty)})
     examples = load_examples(load_source(run_dir), count=6)
-    assert examples.origin.startswith("generated: no listops data in")
+    assert examples.origin.startswith("generated: listops test split unreadable (DataNotFoundError")
+    assert "listops: no data in" in examples.origin  # the read-only task, not the generator
     assert examples.labels is None and examples.count == 6
     assert list(empty.iterdir()) == []  # the ListOps generator did not run
 

@@ -220,3 +220,10 @@ def test_previews_frame_positives_green_and_negatives_red(release, tmp_path):
         green if label else red for label in labels
     ]
     assert "pathfinder_train.png" in line
+
+
+def test_a_read_only_task_refuses_to_generate(tmp_path):
+    task = tasks.get("pathfinder", data_dir=tmp_path, difficulty="easy", generate=False)
+    with pytest.raises(tasks.DataNotFoundError, match="generating it is off"):
+        task.location()
+    assert list(tmp_path.iterdir()) == []

@@ -12,7 +12,6 @@ tails of random length where the model has a padding id.
 """
 
 import dataclasses
-import inspect
 from typing import Optional
 
 import numpy as np
@@ -71,12 +70,8 @@ def generated_examples(config, count, why, seed=0):
 def task_arguments(task_class, task_config, config):
     """Keyword arguments building the task at the model's length, reading only: no downloads, no
     generated data (a missing set is a DataNotFoundError, and generated examples are used)."""
-    arguments = dict(data_dir=task_config.data_dir, max_len=config.max_len, **task_config.params)
-    if issubclass(task_class, sources.TfdsTask):
-        arguments["download"] = False
-    if "generate" in inspect.signature(task_class).parameters:
-        arguments["generate"] = False
-    return arguments
+    return dict(data_dir=task_config.data_dir, max_len=config.max_len, **task_config.params,
+                **sources.read_only_arguments(task_class))
 
 
 def mismatch(task, config):

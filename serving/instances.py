@@ -64,14 +64,16 @@ def test_split(metadata, task_config, data_dir=None):
     tf.config.set_visible_devices([], "GPU")  # the bench must not take the model's GPU memory
     from arena_tf import tasks
     from arena_tf.config import TaskConfig
+    from arena_tf.tasks import sources
 
     name = metadata.get("task") or task_config.get("name")
     if not name:
         raise ValueError("the run names no task (no metadata task, no config.yaml task.name)")
+    params = {**(task_config.get("params") or {}),
+              **sources.read_only_arguments(tasks.lookup(name))}  # never download or generate
     task = tasks.from_config(TaskConfig(
         name=name, data_dir=data_dir or task_config.get("data_dir"),
-        max_len=metadata.get("max_len") or task_config.get("max_len"),
-        params=task_config.get("params") or {}))
+        max_len=metadata.get("max_len") or task_config.get("max_len"), params=params))
     tokens, labels = [], []
     for inputs, label in task.load_split("test").as_numpy_iterator():
         tokens.append(np.stack(inputs) if isinstance(inputs, tuple) else inputs[None])

@@ -22,6 +22,7 @@ Before any download the dataset's host is probed for ARENA_TF_DOWNLOAD_TIMEOUT s
 """
 
 import abc
+import inspect
 import collections
 import logging
 import os
@@ -174,6 +175,16 @@ def host_reachable(host, port, timeout=None):
     except OSError:
         return False
     return True
+
+
+def read_only_arguments(task_class):
+    """Constructor arguments making a task read only what exists: no download, no generation."""
+    arguments = {}
+    if issubclass(task_class, TfdsTask):
+        arguments["download"] = False
+    if "generate" in inspect.signature(task_class).parameters:
+        arguments["generate"] = False
+    return arguments
 
 
 def check_generation(task, where):

@@ -14,10 +14,9 @@ import os
 import pathlib
 import re
 import tempfile
-import time
 
 from arena_tf import files
-from arena_tf.benchmark import isolated, machine
+from arena_tf.benchmark import isolated, machine, timing
 
 MATMUL_SIZES = (1024, 2048, 4096)
 PLAN_PATTERN = re.compile(r"Total bytes used: (\d+)")
@@ -30,13 +29,9 @@ def measure_kernels(spec):
     from arena_tf.encoder import gelu
 
     def best_seconds(function, *args):
-        function(*args).numpy()
-        return min(timed(function, *args) for _ in range(spec["repeats"]))
-
-    def timed(function, *args):
-        start = time.perf_counter()
-        function(*args).numpy()
-        return time.perf_counter() - start
+        stats = timing.time_calls(lambda: function(*args).numpy(), warmup=1,
+                                  repeats=spec["repeats"], min_repeats=spec["repeats"])
+        return stats["min_ms"] / 1e3
 
     result = {"matmul_gflops": {}, "elementwise_ms": {}}
     for jit in (False, True):
@@ -68,13 +63,12 @@ def measure_step(name, options, jit):
     if not jit:
         return isolated.run("train", spec, timeout=options.timeout)
     with tempfile.TemporaryDirectory(prefix="arena_xla_") as dump:
-        previous = os.environ.get("XLA_FLAGS")
+        previous = os.environ.get("XLA_FLAGS", "")
         os.environ["XLA_FLAGS"] = f"--xla_dump_to={dump} --xla_dump_hlo_pass_re=NONE_MATCHES"
         try:
             result = isolated.run("train", spec, timeout=options.timeout)
         finally:
-            os.environ.pop("XLA_FLAGS") if previous is None else os.environ.update(
-                XLA_FLAGS=previous)
+            os.environ["XLA_FLAGS"] = previous
         plan = planned_bytes(dump)
     return {**result, "xla_planned_mb": None if plan is None else plan / 2**20}
 

@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test clean
+.PHONY: run test test-long clean
 
 $(STAMP): setup.py constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests
+
+# Learning checks too long for every run (Pathfinder: about 30 minutes on 2 CPU cores).
+test-long: $(STAMP)
+	ARENA_TF_LONG_TESTS=1 $(PY) -m pytest -q -rA tests/train/test_learning.py
 
 clean:
 	rm -rf $(VENV) runs

@@ -275,15 +275,16 @@ def load_pool(target, args, size, cache):
     return cache[key]
 
 
-def worker_env(device, report_path):
-    """The model process's environment: the project importable, quiet TensorFlow, the report path,
-    and no visible GPU when the device is the CPU."""
+def worker_env(device, report_path=None):
+    """A child process's environment: the project importable, quiet TensorFlow, the worker's report
+    path when given, and no visible GPU when the device is the CPU."""
     from serving.worker import REPORT_ENV
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env[REPORT_ENV] = str(report_path)
+    if report_path is not None:
+        env[REPORT_ENV] = str(report_path)
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
     return env
@@ -394,7 +395,7 @@ def compare_with_bare_loop(row, target, pool, options, settings, stem):
                "--instances", str(instances), "--out", str(summary)]
     with open(log, "wb") as log_file:
         try:
-            subprocess.run(command, env=worker_env(settings.device, summary), stdout=log_file,
+            subprocess.run(command, env=worker_env(settings.device), stdout=log_file,
                            stderr=log_file, timeout=settings.startup_timeout, check=True)
         except (subprocess.SubprocessError, OSError) as error:
             return {"note": f"the bare loop failed ({error}); see {log}"}

@@ -78,11 +78,15 @@ def throughput_ratios(rows):
                 for r in rows if r.get("status") == "ok" and r.get("throughput")}
     ratios = {}
     for model, scenario in dict.fromkeys((m, s) for m, s, _, _ in measured):
-        values = [measured.get((model, scenario, *top), 0) / measured[(model, scenario, *bottom)]
-                  if (model, scenario, *bottom) in measured else 0 for _, top, bottom in RATIOS]
-        if any(values):
-            ratios[(model, scenario)] = [value or None for value in values]
+        values = [_ratio(measured.get((model, scenario, *top)),
+                         measured.get((model, scenario, *bottom))) for _, top, bottom in RATIOS]
+        if any(value is not None for value in values):
+            ratios[(model, scenario)] = values
     return ratios
+
+
+def _ratio(top, bottom):
+    return top / bottom if top and bottom else None
 
 
 def geometric_mean(values):

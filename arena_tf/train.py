@@ -443,9 +443,9 @@ def setup(args):
                                         args.data_dir)
         task.load_split("train")  # missing data stops here, before a run directory is made
         return Trainer(config, task, args.run_dir or default_run_dir(args), strategy), config
+    except ConfigError:
+        raise
     except ValueError as error:
-        if isinstance(error, ConfigError):
-            raise
         raise ConfigError(str(error)) from error
 
 

@@ -8,10 +8,11 @@ Rows are flat dicts (see serving/bench.py); nested values (server trials) are JS
 import csv
 import io
 import json
-import math
 import pathlib
+import statistics
 
 from arena_tf.files import write_text
+from arena_tf.markdown import table
 
 MIB = 1 << 20
 
@@ -65,12 +66,6 @@ def derived(row, key):
     return row.get(key)
 
 
-def table(headings, body):
-    """Markdown table lines."""
-    return ["| " + " | ".join(headings) + " |", "|" + "---|" * len(headings),
-            *("| " + " | ".join(cells) + " |" for cells in body)]
-
-
 def throughput_ratios(rows):
     """{(model, scenario): [ratio or None per RATIOS]} from the rows that ran; only pairs with at
     least one ratio."""
@@ -91,7 +86,7 @@ def _ratio(top, bottom):
 
 def geometric_mean(values):
     values = [v for v in values if v]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+    return statistics.geometric_mean(values) if values else None
 
 
 def ratio_lines(rows):
@@ -105,14 +100,14 @@ def ratio_lines(rows):
     body = [[model, scenario, *("-" if v is None else f"{v:.2f}x" for v in values)]
             for (model, scenario), values in [*ratios.items(), *means]]
     return ["", "Throughput ratios (instances per second; above 1: the first is faster):", "",
-            *table(["model", "scenario", *(h for h, _, _ in RATIOS)], body)]
+            table(["model", "scenario", *(h for h, _, _ in RATIOS)], body)]
 
 
 def markdown(rows, notes=()):
     """A Markdown table of the rows' headline fields, the throughput ratios between runtimes and
     precisions, then one bullet per note."""
-    lines = table([h for h, _, _ in TABLE],
-                  [[cell(row, k, f) for _, k, f in TABLE] for row in rows])
+    lines = [table([h for h, _, _ in TABLE],
+                   [[cell(row, k, f) for _, k, f in TABLE] for row in rows])]
     lines += ratio_lines(rows)
     lines += [""] + [f"- {note}" for note in notes]
     return "\n".join(lines).rstrip() + "\n"

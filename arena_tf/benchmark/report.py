@@ -11,17 +11,11 @@ import pathlib
 
 from arena_tf import files
 from arena_tf.benchmark import paper, plots, targets, timing
+from arena_tf.markdown import table
 
 
 def fmt(value, spec=".1f", missing="–"):
     return missing if value is None else format(value, spec)
-
-
-def table(header, rows):
-    """A Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def load(path):

@@ -83,7 +83,7 @@ def describe_step(name, tf_row, xla_row):
 
 
 def run(options, say=print):
-    results = {**machine.run_record("xla", options)}
+    results = machine.run_record("xla", options)
     kernels = isolated.run("xla_kernels", {"matmul_sizes": list(MATMUL_SIZES), "repeats": 10,
                                            "batch": options.batch, "length": options.length},
                            timeout=options.timeout)

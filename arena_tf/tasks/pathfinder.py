@@ -91,8 +91,9 @@ class Pathfinder(Task):
     (6, the release's curv_baseline): which release folder is read, or which settings generate.
     Extra arguments (generated data only; a release is read as it is): `num_examples` (images to
     generate, default `default_num_examples`), `generator_seed` (default 0), `processes`
-    (generator processes; the images do not depend on it) and `generate` (False: read only). When `num_examples` or `generator_seed`
-    is None, an existing generated set is reused whatever its value; a value given must match it.
+    (generator processes; the images do not depend on it) and `generate` (False: read only). When
+    `num_examples` or `generator_seed` is None, an existing generated set is reused whatever its
+    value; a value given must match it.
     """
 
     name = "pathfinder"

@@ -22,8 +22,8 @@ Before any download the dataset's host is probed for ARENA_TF_DOWNLOAD_TIMEOUT s
 """
 
 import abc
-import inspect
 import collections
+import inspect
 import logging
 import os
 import socket

@@ -1,34 +1,39 @@
 """Command line of the analysis: `python -m arena_tf.analysis span|attention`.
 
     python -m arena_tf.analysis span runs/pathfinder-full [runs/text-full ...] [--examples 1000]
-                                [--out span.png]
+                                [--out runs/analysis/span.png]
     python -m arena_tf.analysis attention runs/pathfinder-full --example 3
 
 `span` writes span.json into every run directory and, for several runs (or with --out), a bar
-chart; `attention` writes attention_example_<N>.png into the run directory. Errors are one line on
-stderr and exit status 2.
+chart (default runs/analysis/span.png); `attention` writes attention_example_<N>.png into the run
+directory. Errors are one line on stderr (arena_tf.cli's style): exit 2 for a user's mistake.
 """
 
 import argparse
 import sys
 
-from arena_tf.analysis import plots
-from arena_tf.analysis.commands import draw_attention, measure_span, span_summary
-from arena_tf.analysis.rundir import RunDirError
-from arena_tf.tasks import DataNotFoundError
+from arena_tf import cli
 
-DEFAULT_CHART = "span.png"
+cli.quiet_tensorflow()
+
+DEFAULT_CHART = "runs/analysis/span.png"
+
+
+def positive_int(text):
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive count")
+    return int(text)
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog="python -m arena_tf.analysis",
         description="Required attention span and attention maps of trained LRA models.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     span = commands.add_parser("span", help="mean required attention span (LRA section 2.3)")
     span.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories of training")
-    span.add_argument("--examples", type=int, default=1000,
+    span.add_argument("--examples", type=positive_int, default=1000,
                       help="validation examples to average over (default 1000, as LRA)")
     span.add_argument("--out", help=f"bar chart PNG (default {DEFAULT_CHART} for several runs)")
     attention = commands.add_parser("attention", help="attention maps and rollout of one example")
@@ -39,8 +44,9 @@ def parse_args(argv):
 
 
 def span_command(args):
-    if args.examples < 1:
-        raise ValueError(f"--examples {args.examples} is invalid; expected a positive count")
+    from arena_tf.analysis import plots
+    from arena_tf.analysis.commands import measure_span, span_summary
+
     results = []
     for run_dir in args.run_dirs:
         results.append(measure_span(run_dir, args.examples))
@@ -51,6 +57,8 @@ def span_command(args):
 
 
 def attention_command(args):
+    from arena_tf.analysis.commands import draw_attention
+
     for path in draw_attention(args.run_dir, args.example):
         print(f"attention maps: {path}")
 
@@ -60,12 +68,7 @@ COMMANDS = {"span": span_command, "attention": attention_command}
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        COMMANDS[args.command](args)
-    except (RunDirError, DataNotFoundError, ValueError, plots.PlottingError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return cli.run_main(lambda: COMMANDS[args.command](args), debug=args.debug)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from arena_tf.analysis.weights import (
     check_length,
     layer_weights,
 )
+from arena_tf.cli import UsageError
 
 SPLIT = "validation"
 SPAN_FILE = "span.json"
@@ -101,10 +102,9 @@ def render_image(path, task, tokens, maps, title, padding_id):
     """Heatmaps over the image (the tokens are its pixels, row by row, side sqrt(length))."""
     side = math.isqrt(len(tokens))
     if side * side != len(tokens):
-        raise ValueError(
-            f"{task.name}: {len(tokens)} tokens are not a square image; expected a pixel task "
-            "(image, pathfinder) or a task with a decode() method for text strips"
-        )
+        raise UsageError(f"{task.name}: {len(tokens)} tokens are not a square image",
+                         "a pixel task (image, pathfinder) or a task with a decode() method for "
+                         "text strips", "analyse a run of one of those tasks")
     return plots.draw_image_maps(path, tokens.reshape(side, side), maps, title)
 
 
@@ -121,10 +121,9 @@ def draw_attention(run_dir, example):
     task = make_task(run.config)
     found = examples(task, SPLIT, 1, start=example)
     if example < 0 or not found:
-        raise ValueError(
-            f"--example {example} is outside the {SPLIT} split of {task.name}; expected an index "
-            "from 0 to its number of examples - 1"
-        )
+        raise UsageError(f"--example {example} is outside the {SPLIT} split of {task.name}",
+                         "an index from 0 to its number of examples - 1",
+                         "pass a smaller --example")
     inputs, label = found[0]
     draw = renderer(task)
     paths = []

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from arena_tf.cli import UsageError
+
 DPI = 100
 COLORMAP = "inferno"
 # Image figures: one square panel per map (and one for the input), a header for the title.
@@ -29,7 +31,7 @@ MAX_LABELLED = 4096
 BAR_PIXELS, CHART_BASE_PIXELS, CHART_HEIGHT_PIXELS = 110, 200, 440
 
 
-class PlottingError(RuntimeError):
+class PlottingError(UsageError, RuntimeError):
     """The figures cannot be drawn (matplotlib missing); the message says how to fix it."""
 
 
@@ -39,10 +41,8 @@ def new_figure(width_pixels, height_pixels):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        raise PlottingError(
-            "drawing the analysis figures needs matplotlib, which is not installed; "
-            "run `pip install matplotlib`"
-        ) from None
+        raise PlottingError("drawing the analysis figures needs matplotlib, which is not installed",
+                            "matplotlib importable", "run `pip install matplotlib`") from None
     figure = Figure(figsize=(width_pixels / DPI, height_pixels / DPI), dpi=DPI)
     FigureCanvasAgg(figure)
     return figure

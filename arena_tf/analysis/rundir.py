@@ -15,11 +15,12 @@ import numpy as np
 
 import arena_tf.models  # noqa: F401 (registers the encoder and attention layers for loading)
 import arena_tf.tasks as tasks
+from arena_tf.cli import UsageError
 from arena_tf.config import SECTIONS, ConfigError, ExperimentConfig, read_yaml
 
 
-class RunDirError(RuntimeError):
-    """A run directory cannot be analysed; the message says what is missing and how to get it."""
+class RunDirError(UsageError, RuntimeError):
+    """A run directory cannot be analysed: what is missing, what was expected, how to get it."""
 
 
 @dataclasses.dataclass
@@ -49,31 +50,30 @@ def read_config(run_dir):
     """The ExperimentConfig saved in run_dir/config.yaml."""
     path = pathlib.Path(run_dir) / "config.yaml"
     if not path.is_file():
-        raise RunDirError(
-            f"{run_dir} has no config.yaml: not a run directory of `python -m arena_tf.train`; "
-            "pass the --run_dir of a finished training run"
-        )
+        raise RunDirError(f"{run_dir} has no config.yaml",
+                          "a run directory of `python -m arena_tf.train`",
+                          "pass the --run_dir of a finished training run")
     raw = read_yaml(path)
     try:
         sections = {name: cls(**raw.get(name, {})) for name, cls in SECTIONS.items()}
         return ExperimentConfig(**sections)
     except (TypeError, ConfigError) as error:
-        raise RunDirError(f"{path} is not a valid experiment config ({error})") from None
+        raise RunDirError(f"{path} is not a valid experiment config ({error})",
+                          "the config.yaml that training wrote",
+                          "retrain into a fresh --run_dir") from None
 
 
 def load_run(run_dir):
     """The Run in `run_dir`; a RunDirError naming what is missing when it holds no trained model."""
     run_dir = pathlib.Path(run_dir)
     if not run_dir.is_dir():
-        raise RunDirError(
-            f"run directory {run_dir} does not exist; pass the --run_dir of a training run"
-        )
+        raise RunDirError(f"run directory {run_dir} does not exist", "an existing directory",
+                          "pass the --run_dir of a training run")
     model_path = run_dir / "model.keras"
     if not model_path.is_file():
-        raise RunDirError(
-            f"{run_dir} holds no trained model (no model.keras; training writes it when it "
-            f"finishes): train with `python -m arena_tf.train ... --run_dir {run_dir}` first"
-        )
+        raise RunDirError(f"{run_dir} holds no trained model",
+                          "model.keras, which training writes when it finishes",
+                          f"train with `python -m arena_tf.train ... --run_dir {run_dir}` first")
     config = read_config(run_dir)
     return Run(run_dir, config, keras.saving.load_model(model_path))
 
@@ -99,5 +99,6 @@ def sequences(task, split, count):
     number of examples they came from."""
     found = examples(task, split, count)
     if not found:
-        raise RunDirError(f"the {split} split of {task.name} is empty; nothing to analyse")
+        raise RunDirError(f"the {split} split of {task.name} is empty", "examples to analyse",
+                          "check the task's data with `python -m arena_tf.data prepare`")
     return np.stack([sequence for inputs, _ in found for sequence in inputs]), len(found)

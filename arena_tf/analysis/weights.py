@@ -28,6 +28,7 @@ import numpy as np
 from keras import ops
 
 from arena_tf.analysis.walk import block_inputs
+from arena_tf.cli import UsageError
 from arena_tf.layers import ops as attention_ops
 
 # Longest sequence (encoder positions, CLS included) whose matrices are recovered: 4096 + CLS.
@@ -45,13 +46,13 @@ DISTRIBUTION = (
 
 
 def check_length(length):
-    """`length` if its matrices can be recovered; a one-line ValueError otherwise."""
+    """`length` if its matrices can be recovered; a UsageError otherwise."""
     if length > MAX_POSITIONS:
-        raise ValueError(
+        raise UsageError(
             f"sequences of {length} positions are too long to recover attention matrices "
-            f"(ceil(L / head_dim) passes and L^2 floats per head); the limit is {MAX_POSITIONS} "
-            "positions: analyse a task or model with a shorter max_len"
-        )
+            "(ceil(L / head_dim) passes and L^2 floats per head)",
+            f"at most {MAX_POSITIONS} positions (the limit is {MAX_POSITIONS} positions)",
+            "analyse a task or model with a shorter max_len")
     return length
 
 

@@ -12,6 +12,7 @@ from arena_tf.analysis.rundir import load_run, make_task, sequences
 from arena_tf.analysis.weights import MAX_POSITIONS
 from arena_tf.config import ModelConfig, TaskConfig
 from tests.analysis.conftest import LAYERS, write_run
+from tests.one_line import assert_one_error_line
 
 
 def png_size(path):
@@ -42,6 +43,21 @@ def test_span_of_several_runs_draws_a_bar_chart(pathfinder_run, listops_run, tmp
     assert 0 < result["span"] < 15
 
 
+def test_the_default_chart_goes_under_runs_not_the_working_directory(pathfinder_run, listops_run,
+                                                                     tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["span", str(pathfinder_run), str(listops_run), "--examples", "2"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"]
+    assert png_size(tmp_path / "runs" / "analysis" / "span.png") == plots.span_chart_size(2)
+
+
+def test_a_bad_count_is_one_line_and_exit_2(pathfinder_run, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["span", str(pathfinder_run), "--examples", "0"])
+    assert stop.value.code == 2
+    assert_one_error_line(capsys.readouterr().err, "'0' is not a positive count")
+
+
 def test_attention_draws_maps_over_the_image(pathfinder_run, capsys):
     assert main(["attention", str(pathfinder_run), "--example", "1"]) == 0
     path = pathfinder_run / "attention_example_1.png"
@@ -61,8 +77,7 @@ def test_attention_draws_strips_over_the_tokens_of_a_text_task(listops_run):
 
 def test_an_example_outside_the_split_fails_in_one_line(pathfinder_run, capsys):
     assert main(["attention", str(pathfinder_run), "--example", "999"]) == 2
-    error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "--example 999 is outside the validation split" in error
+    assert_one_error_line(capsys.readouterr().err, "--example 999 is outside the validation split")
 
 
 @pytest.mark.parametrize("command", [["span"], ["attention"]])
@@ -72,8 +87,7 @@ def test_a_run_directory_without_a_trained_model_fails_in_one_line(command, path
     unfinished.mkdir()
     (unfinished / "config.yaml").write_text((pathfinder_run / "config.yaml").read_text())
     assert main([*command, str(unfinished)]) == 2
-    error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "no trained model (no model.keras" in error
+    assert_one_error_line(capsys.readouterr().err, "holds no trained model; expected model.keras")
 
 
 
@@ -82,5 +96,4 @@ def test_a_model_longer_than_the_limit_is_refused_before_any_work(tmp_path, caps
                         max_len=MAX_POSITIONS, pooling="cls")  # the CLS token makes it one too long
     run_dir = write_run(tmp_path / "long", TaskConfig(name="pathx"), model)
     assert main(["span", str(run_dir)]) == 2
-    error = capsys.readouterr().err
-    assert error.count("\n") == 1 and f"the limit is {MAX_POSITIONS} positions" in error
+    assert_one_error_line(capsys.readouterr().err, f"the limit is {MAX_POSITIONS} positions")

@@ -11,6 +11,7 @@ from arena_tf.analysis.weights import (
     check_length,
     implied_weights,
 )
+from arena_tf.cli import UsageError
 from arena_tf.config import ModelConfig
 from arena_tf.encoder import Encoder
 from tests.layers.test_mechanism_contract import HEAD_DIM, HEADS, LENGTH, SMALL_PARAMS, inputs, make
@@ -74,7 +75,7 @@ def test_linformer_weights_can_be_negative_and_their_distribution_is_one():
 
 def test_lengths_above_the_limit_are_refused_with_the_limit_named():
     assert check_length(MAX_POSITIONS) == MAX_POSITIONS
-    with pytest.raises(ValueError, match=f"the limit is {MAX_POSITIONS} positions"):
+    with pytest.raises(UsageError, match=f"the limit is {MAX_POSITIONS} positions"):
         check_length(16385)
 
 

@@ -1,10 +1,10 @@
 """Command line: `python -m arena_tf.benchmark layers|train|xla|report|profile [options]` (--help)."""
 
-import argparse
 import pathlib
 import sys
 
 import arena_tf.layers as attention_layers
+from arena_tf import cli
 from arena_tf.benchmark import layers, peers, training
 
 RESULTS = pathlib.Path("docs/efficiency")
@@ -102,7 +102,7 @@ def profile_parser(commands):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m arena_tf.benchmark",
+    parser = cli.ArgumentParser(prog="python -m arena_tf.benchmark",
                                      description="Efficiency benchmarks of the mechanisms.")
     commands = parser.add_subparsers(dest="command", required=True)
     for add in (layer_parser, train_parser, xla_parser, report_parser, profile_parser):
@@ -115,8 +115,11 @@ def parse_args(argv):
 
 def main(argv=None):
     options = parse_args(argv)
-    options.run(options)
-    return 0
+
+    def measure():
+        options.run(options)
+
+    return cli.run_main(measure, debug=options.debug)
 
 
 if __name__ == "__main__":

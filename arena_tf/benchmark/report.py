@@ -11,6 +11,7 @@ import pathlib
 
 from arena_tf import files
 from arena_tf.benchmark import paper, plots, targets, timing
+from arena_tf.cli import UsageError
 from arena_tf.markdown import table
 
 
@@ -342,8 +343,9 @@ def render(layer_results, train_results, output_dir, runs_dir, notes):
 def run(options, say=print):
     layer_results, train_results = load(options.layers), load(options.train)
     if not (layer_results or train_results):
-        raise SystemExit(f"error: no results at {options.layers} or {options.train}; run "
-                         "`python -m arena_tf.benchmark layers` or `... train` first")
+        raise UsageError(f"no results at {options.layers} or {options.train}",
+                         "the JSON results of the benchmarks",
+                         "run `python -m arena_tf.benchmark layers` or `... train` first")
     notes_path = pathlib.Path(options.notes)
     notes = notes_path.read_text() if notes_path.exists() else ""
     output = pathlib.Path(options.output)

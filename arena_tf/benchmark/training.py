@@ -17,6 +17,7 @@ import time
 from arena_tf import files
 from arena_tf.benchmark import costs, isolated, machine, memory, timing
 from arena_tf.benchmark.layers import lra_params
+from arena_tf.cli import UsageError
 
 DEFAULT_LENGTHS = (1024, 2048, 3072, 4096)
 # The byte-level text classifier of LRA Table 2.
@@ -118,12 +119,13 @@ def starting_results(options):
         return fresh, None
     path = pathlib.Path(options.output)
     if not path.exists():
-        raise SystemExit(f"error: --update re-measures rows of {path}, which does not exist; run "
-                         "without --update first")
+        raise UsageError(f"--update re-measures rows of {path}, which does not exist",
+                         "an existing results file", "run without --update first")
     results = json.loads(path.read_text())
     if results.get("model") != MODEL:
-        raise SystemExit(f"error: {path} measured another model ({results.get('model')}); "
-                         "--update can only replace rows of the same model")
+        raise UsageError(f"{path} measured another model ({results.get('model')})",
+                         f"results of the model {MODEL}",
+                         "--update can only replace rows of the same model; run without it")
     update = {key: fresh[key] for key in ("started", "load_start", "options")}
     results.setdefault("updates", []).append(update)
     return results, update

@@ -7,6 +7,7 @@ import pytest
 
 from arena_tf.benchmark import __main__ as cli
 from arena_tf.benchmark import paper, report, targets
+from tests.one_line import assert_one_error_line
 
 MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gb": 8.0, "platform": "Linux",
            "versions": {"tensorflow": "2.20.0"}}
@@ -104,10 +105,11 @@ def test_figure3_uses_our_accuracy_where_a_run_exists(result_files):
     assert points["linear"]["accuracy"] == pytest.approx(sum(published) / 5)
 
 
-def test_report_without_results_says_what_to_run(tmp_path):
-    with pytest.raises(SystemExit, match="run `python -m arena_tf.benchmark layers`"):
-        cli.main(["report", "--layers", str(tmp_path / "a.json"), "--train",
-                  str(tmp_path / "b.json"), "--output", str(tmp_path / "out.md")])
+def test_report_without_results_says_what_to_run(tmp_path, capsys):
+    assert cli.main(["report", "--layers", str(tmp_path / "a.json"), "--train",
+                     str(tmp_path / "b.json"), "--output", str(tmp_path / "out.md")]) == 2
+    assert_one_error_line(capsys.readouterr().err, "run `python -m arena_tf.benchmark layers`")
+    assert not (tmp_path / "out.md").exists()
 
 
 def test_relative_speed_and_memory_are_per_example_when_batches_differ():

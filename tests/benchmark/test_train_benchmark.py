@@ -6,6 +6,7 @@ import pytest
 
 from arena_tf.benchmark import __main__ as cli
 from arena_tf.benchmark import training
+from tests.one_line import assert_one_error_line
 
 
 def test_train_benchmark_runs_and_writes_valid_json(tmp_path):
@@ -45,6 +46,8 @@ def test_update_replaces_the_re_measured_rows_and_keeps_the_others(tmp_path):
     assert updated["started"] == first["started"]
 
 
-def test_update_without_results_says_to_run_first(tmp_path):
-    with pytest.raises(SystemExit, match="does not exist; run without --update first"):
-        cli.main(["train", "--update", "--in-process", "--output", str(tmp_path / "none.json")])
+def test_update_without_results_says_to_run_first(tmp_path, capsys):
+    assert cli.main(["train", "--update", "--in-process", "--output",
+                     str(tmp_path / "none.json")]) == 2
+    assert_one_error_line(capsys.readouterr().err, "does not exist; expected an existing results "
+                                                   "file; run without --update first")

@@ -1,8 +1,8 @@
 """arena_tf: the efficient Transformers of Long Range Arena for TensorFlow / Keras 3."""
 
-import os
+from arena_tf.cli import quiet_tensorflow
 
-# TensorFlow's start-up banners (CUDA absent, oneDNN, CPU features) are noise for our commands.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# TensorFlow's C++ log (CUDA absent, oneDNN, CPU features) is noise for our commands.
+quiet_tensorflow()
 
 __version__ = "0.1.0"

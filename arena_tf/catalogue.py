@@ -10,10 +10,10 @@ import pathlib
 
 import arena_tf.layers as layers
 from arena_tf.layers.base import Attention
+from arena_tf.markdown import replace_section
 
 BASE_PARAMS = set(inspect.signature(Attention.__init__).parameters) - {"self", "kwargs"}
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
-START, END = "<!-- catalogue:start", "<!-- catalogue:end -->"
 
 
 def mechanism_params(cls):
@@ -33,10 +33,7 @@ def table():
 
 def with_table(text):
     """README text with the table between the markers replaced by the generated one."""
-    head, rest = text.split(START, 1)
-    marker_line, _ = rest.split("\n", 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}{marker_line}\n{table()}\n{END}{tail}"
+    return replace_section(text, "catalogue", table())
 
 
 def main(argv=None):

@@ -77,19 +77,33 @@ def run_main(body, debug=False, usage=(), failures=()):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with `--debug` and usage errors in the one-line style (exit 2)."""
+    """argparse with `--debug` (before or after a subcommand) and usage errors in the one-line
+    style (exit 2)."""
+
+    debug_default = False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.add_argument("--debug", action="store_true",
+        self.add_argument("--debug", action="store_true", default=self.debug_default,
                           help="show the full traceback of an error instead of one line")
+
+    def add_subparsers(self, **kwargs):
+        kwargs.setdefault("parser_class", SubcommandParser)
+        return super().add_subparsers(**kwargs)
 
     def error(self, message):
         self.exit(EXIT_USAGE, f"error: {message}; expected the arguments in "
                               f"`{self.prog} --help`; fix the command line\n")
 
 
+class SubcommandParser(ArgumentParser):
+    """A subcommand's parser: its --debug only sets the flag, never resets the main parser's."""
+
+    debug_default = argparse.SUPPRESS
+
+
 def quiet_tensorflow():
-    """Hide TensorFlow's C++ notices (oneDNN, CUDA probing) unless the user asked for them.
+    """Hide TensorFlow's C++ log (oneDNN notices, the failed CUDA probe of a machine without a GPU)
+    unless the user set TF_CPP_MIN_LOG_LEVEL; Python exceptions still report real errors.
     Call before TensorFlow is imported."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

@@ -1,0 +1,197 @@
+"""The tiny presets, measured: wall time (data generation included) and test accuracy vs chance.
+
+    python -m arena_tf.presets measure [--tasks listops,pathfinder] [--model linformer] [--busy 1]
+    python -m arena_tf.presets table [--write]      # the README's table from docs/presets.json
+
+`measure` trains each task's tiny preset the way a user would (`python -m arena_tf.train
+--preset=tiny`) in a fresh process, on data generated into a fresh folder so that generation is
+timed too, optionally beside `--busy N` CPU-bound processes (a user's machine is rarely idle). A
+run "learns" when its test accuracy beats chance (the share of the test split's most common label)
+by three standard errors of that share on the test set's size; otherwise it is a smoke run, which
+shows that the pipeline works and nothing more. A task whose data cannot be had here (TFDS offline,
+the LRA release absent) is recorded as not measured, with the reason. Each measured row replaces
+the row of the same task, model and load in `--results`; when that is docs/presets.json (the
+default), the README's table is regenerated from it.
+"""
+
+import collections
+import datetime
+import json
+import math
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
+from arena_tf import cli, files
+from arena_tf.markdown import replace_section, table
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "presets.json"
+README = ROOT / "README.md"
+SECTION = "presets"
+TASKS = ("listops", "text", "retrieval", "image", "pathfinder", "pathx")
+STANDARD_ERRORS = 3
+
+
+def verdict(accuracy, chance, examples):
+    """'learns' when `accuracy` beats `chance` by STANDARD_ERRORS standard errors, else 'smoke'."""
+    bar = chance + STANDARD_ERRORS * math.sqrt(chance * (1 - chance) / examples)
+    return "learns" if accuracy > bar else "smoke"
+
+
+def chance_level(run_dir):
+    """(share of the most common test label, test examples) of the run's task."""
+    import arena_tf.tasks as tasks
+    from arena_tf.analysis.rundir import read_config
+
+    task = tasks.from_config(read_config(run_dir).task)
+    labels = collections.Counter(int(label) for _, label in task.load_split("test").as_numpy_iterator())
+    total = sum(labels.values())
+    return max(labels.values()) / total, total
+
+
+def busy_processes(count):
+    """`count` processes that each keep one core busy until killed."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def train_command(task, model, run_dir, data_dir):
+    return [sys.executable, "-m", "arena_tf.train", f"--task={task}", f"--model={model}",
+            "--preset=tiny", f"--run_dir={run_dir}", f"--data_dir={data_dir}"]
+
+
+def measure_one(task, model, busy, out, timeout):
+    """Train one tiny preset from scratch (fresh data and run dirs); its result row."""
+    run_dir, data_dir = out / f"{task}-{model}", out / "data" / task
+    for path in (run_dir, data_dir):
+        shutil.rmtree(path, ignore_errors=True)
+    row = {"task": task, "model": model, "busy": busy, "date": datetime.date.today().isoformat(),
+           "load_before": round(os.getloadavg()[0], 2)}
+    hogs = busy_processes(busy)
+    started = time.perf_counter()
+    try:
+        process = subprocess.run(train_command(task, model, run_dir, data_dir), timeout=timeout,
+                                 stderr=subprocess.PIPE, text=True)
+    except subprocess.TimeoutExpired:
+        return {**row, "status": "timed out", "seconds": timeout}
+    finally:
+        for hog in hogs:
+            hog.kill()
+    row["seconds"] = round(time.perf_counter() - started, 1)
+    if process.returncode:
+        sys.stderr.write(process.stderr)
+        lines = process.stderr.strip().splitlines()
+        return {**row, "status": "not measured", "note": lines[-1] if lines else "failed"}
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    chance, examples = chance_level(run_dir)
+    return {**row, "status": "measured", "steps": metrics["steps"],
+            "train_seconds": round(metrics["wall_time_s"], 1),
+            "test_accuracy": metrics["test_accuracy"], "test_examples": examples,
+            "chance": chance, "verdict": verdict(metrics["test_accuracy"], chance, examples)}
+
+
+def merge(results, rows):
+    """`results` with `rows` replacing the rows of the same task, model and load."""
+    key = lambda row: (row["task"], row["model"], row["busy"])  # noqa: E731
+    fresh = {key(row) for row in rows}
+    kept = [row for row in results.get("rows", []) if key(row) not in fresh]
+    ordered = sorted(kept + rows, key=lambda r: (TASKS.index(r["task"]), r["model"], r["busy"]))
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "rows": ordered}
+
+
+def cpu_model():
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def minutes(seconds):
+    return f"{int(seconds // 60)} min {round(seconds % 60):02d} s"
+
+
+def result_cell(row):
+    if row["status"] != "measured":
+        return row["status"] + (f": {row['note']}" if row.get("note") else "")
+    return (f"{row['test_accuracy']:.1%} (chance {row['chance']:.1%}, {row['test_examples']} "
+            f"examples): {row['verdict']}")
+
+
+def readme_table(results):
+    """The README's table: one line per measured row."""
+    load = {0: "idle", 1: "beside 1 busy process"}
+    rows = [[f"`{r['task']}`", f"`{r['model']}`", load.get(r["busy"], f"beside {r['busy']}"),
+             minutes(r["seconds"]), r.get("steps", ""), result_cell(r), r["date"]]
+            for r in results["rows"]]
+    header = ["task", "model", "machine", "time (data included)", "steps", "test accuracy",
+              "measured"]
+    return table(header, rows)
+
+
+def measure(args):
+    tasks = args.tasks.split(",")
+    unknown = sorted(set(tasks) - set(TASKS))
+    if unknown:
+        raise cli.UsageError(f"unknown task {unknown[0]!r} in --tasks", f"some of {', '.join(TASKS)}",
+                             "fix the --tasks list")
+    rows = []
+    for task in tasks:
+        print(f"presets: {task} with {args.model}, tiny preset, beside {args.busy} busy "
+              f"process(es); timing starts now (data generation included)", flush=True)
+        rows.append(measure_one(task, args.model, args.busy, pathlib.Path(args.out), args.timeout))
+        print(f"presets: {task}: {minutes(rows[-1]['seconds'])}, {result_cell(rows[-1])}",
+              flush=True)
+    results_path = pathlib.Path(args.results)
+    old = json.loads(results_path.read_text()) if results_path.exists() else {}
+    results = merge(old, rows)
+    files.write_json(results_path, results)
+    print(f"presets: wrote {results_path}")
+    if results_path.resolve() == RESULTS:  # the README shows the project's own measurements only
+        write_readme(results)
+        print(f"presets: regenerated the table in {README}")
+
+
+def write_readme(results):
+    files.write_text(README, replace_section(README.read_text(), SECTION, readme_table(results)))
+
+
+def show_table(args):
+    results = json.loads(pathlib.Path(args.results).read_text())
+    if args.write:
+        write_readme(results)
+    else:
+        print(readme_table(results))
+
+
+def parse_args(argv):
+    parser = cli.ArgumentParser(prog="python -m arena_tf.presets", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("measure", help="train tiny presets from scratch and time them")
+    run.add_argument("--tasks", default="listops,pathfinder,pathx", help="comma-separated tasks")
+    run.add_argument("--model", default="linformer", help="the attention mechanism (as make run)")
+    run.add_argument("--busy", type=int, default=0, help="CPU-bound processes running beside")
+    run.add_argument("--out", default="runs/presets", help="run and data directories")
+    run.add_argument("--timeout", type=float, default=1800.0, help="seconds before a run is stopped")
+    run.add_argument("--results", default=str(RESULTS))
+    run.set_defaults(run=measure)
+    show = commands.add_parser("table", help="the README table from the results")
+    show.add_argument("--results", default=str(RESULTS))
+    show.add_argument("--write", action="store_true", help="replace the README's table")
+    show.set_defaults(run=show_table)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    cli.quiet_tensorflow()
+    args = parse_args(argv)
+    return cli.run_main(lambda: args.run(args), debug=args.debug)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

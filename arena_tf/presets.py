@@ -9,7 +9,9 @@ timed too, optionally beside `--busy N` CPU-bound processes (a user's machine is
 run "learns" when its test accuracy beats chance (the share of the test split's most common label)
 by three standard errors of that share on the test set's size; otherwise it is a smoke run, which
 shows that the pipeline works and nothing more. A task whose data cannot be had here (TFDS offline,
-the LRA release absent) is recorded as not measured, with the reason. Each measured row replaces
+the LRA release absent) is recorded as not measured, with the reason; `--mock-data` times those
+tasks on random stand-ins of the same shapes instead (TFDS's `mock_data` for text and image, random
+AAN-format files for retrieval), whose accuracy means nothing and is not reported. Each row replaces
 the row of the same task, model and load in `--results`; when that is docs/presets.json (the
 default), the README's table is regenerated from it.
 """
@@ -34,6 +36,17 @@ README = ROOT / "README.md"
 SECTION = "presets"
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder", "pathx")
 STANDARD_ERRORS = 3
+MOCK_TFDS_TASKS = ("text", "image")
+MOCK_EXAMPLES = {"train": 2000, "validation": 200, "test": 200}
+# Runs the trainer inside TFDS's mock: random examples with the real features' shapes and types.
+MOCK_TFDS_TRAIN = (
+    "import sys, tensorflow_datasets as tfds\n"
+    "from arena_tf import train\n"
+    f"with tfds.testing.mock_data(num_examples={MOCK_EXAMPLES['train']}):\n"
+    "    sys.exit(train.main(sys.argv[1:]))"
+)
+RETRIEVAL_FILES = {"train": "new_aan_pairs.train.tsv", "validation": "new_aan_pairs.eval.tsv",
+                   "test": "new_aan_pairs.test.tsv"}
 
 
 def verdict(accuracy, chance, examples):
@@ -58,23 +71,44 @@ def busy_processes(count):
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
 
-def train_command(task, model, run_dir, data_dir):
-    return [sys.executable, "-m", "arena_tf.train", f"--task={task}", f"--model={model}",
-            "--preset=tiny", f"--run_dir={run_dir}", f"--data_dir={data_dir}"]
+def train_command(task, model, run_dir, data_dir, mock):
+    arguments = [f"--task={task}", f"--model={model}", "--preset=tiny", f"--run_dir={run_dir}",
+                 f"--data_dir={data_dir}"]
+    if mock and task in MOCK_TFDS_TASKS:
+        return [sys.executable, "-c", MOCK_TFDS_TRAIN, *arguments]
+    return [sys.executable, "-m", "arena_tf.train", *arguments]
 
 
-def measure_one(task, model, busy, out, timeout):
+def write_mock_retrieval(data_dir, document_bytes=300, seed=0):
+    """Random AAN-format split files (label, two ids, two documents of printable bytes)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for split, name in RETRIEVAL_FILES.items():
+        lines = []
+        for index in range(MOCK_EXAMPLES[split]):
+            first, second = (rng.integers(32, 127, document_bytes).astype("uint8").tobytes().decode()
+                             for _ in range(2))
+            lines.append(f"{rng.integers(0, 2)}\ta{index}\tb{index}\t{first}\t{second}\n")
+        (data_dir / name).write_text("".join(lines))
+
+
+def measure_one(task, model, busy, out, timeout, mock=False):
     """Train one tiny preset from scratch (fresh data and run dirs); its result row."""
+    mock = mock and task in (*MOCK_TFDS_TASKS, "retrieval")
     run_dir, data_dir = out / f"{task}-{model}", out / "data" / task
     for path in (run_dir, data_dir):
         shutil.rmtree(path, ignore_errors=True)
     row = {"task": task, "model": model, "busy": busy, "date": datetime.date.today().isoformat(),
-           "load_before": round(os.getloadavg()[0], 2)}
+           "load_before": round(os.getloadavg()[0], 2), "data": "mock" if mock else "real"}
+    if mock and task == "retrieval":
+        write_mock_retrieval(data_dir)
     hogs = busy_processes(busy)
     started = time.perf_counter()
     try:
-        process = subprocess.run(train_command(task, model, run_dir, data_dir), timeout=timeout,
-                                 stderr=subprocess.PIPE, text=True)
+        process = subprocess.run(train_command(task, model, run_dir, data_dir, mock),
+                                 timeout=timeout, stderr=subprocess.PIPE, text=True)
     except subprocess.TimeoutExpired:
         return {**row, "status": "timed out", "seconds": timeout}
     finally:
@@ -86,6 +120,9 @@ def measure_one(task, model, busy, out, timeout):
         lines = process.stderr.strip().splitlines()
         return {**row, "status": "not measured", "note": lines[-1] if lines else "failed"}
     metrics = json.loads((run_dir / "metrics.json").read_text())
+    if mock:
+        return {**row, "status": "timed on mock data", "steps": metrics["steps"],
+                "train_seconds": round(metrics["wall_time_s"], 1)}
     chance, examples = chance_level(run_dir)
     return {**row, "status": "measured", "steps": metrics["steps"],
             "train_seconds": round(metrics["wall_time_s"], 1),
@@ -117,6 +154,8 @@ def minutes(seconds):
 
 
 def result_cell(row):
+    if row["status"] == "timed on mock data":
+        return "none: timed on random stand-in data (the real data needs a download)"
     if row["status"] != "measured":
         return row["status"] + (f": {row['note']}" if row.get("note") else "")
     return (f"{row['test_accuracy']:.1%} (chance {row['chance']:.1%}, {row['test_examples']} "
@@ -144,7 +183,8 @@ def measure(args):
     for task in tasks:
         print(f"presets: {task} with {args.model}, tiny preset, beside {args.busy} busy "
               f"process(es); timing starts now (data generation included)", flush=True)
-        rows.append(measure_one(task, args.model, args.busy, pathlib.Path(args.out), args.timeout))
+        rows.append(measure_one(task, args.model, args.busy, pathlib.Path(args.out), args.timeout,
+                                args.mock_data))
         print(f"presets: {task}: {minutes(rows[-1]['seconds'])}, {result_cell(rows[-1])}",
               flush=True)
     results_path = pathlib.Path(args.results)
@@ -179,6 +219,8 @@ def parse_args(argv):
     run.add_argument("--out", default="runs/presets", help="run and data directories")
     run.add_argument("--timeout", type=float, default=1800.0, help="seconds before a run is stopped")
     run.add_argument("--results", default=str(RESULTS))
+    run.add_argument("--mock-data", action="store_true",
+                     help="time text, image and retrieval on random stand-ins of their data")
     run.set_defaults(run=measure)
     show = commands.add_parser("table", help="the README table from the results")
     show.add_argument("--results", default=str(RESULTS))

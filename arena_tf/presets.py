@@ -150,7 +150,8 @@ def cpu_model():
 
 
 def minutes(seconds):
-    return f"{int(seconds // 60)} min {round(seconds % 60):02d} s"
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60:02d} s"
 
 
 def result_cell(row):
@@ -162,10 +163,15 @@ def result_cell(row):
             f"examples): {row['verdict']}")
 
 
+def machine_cell(row):
+    """How loaded the machine was: the busy processes started, and the load average before."""
+    busy = "idle" if row["busy"] == 0 else f"beside {row['busy']} busy process"
+    return f"{busy}{'es' if row['busy'] > 1 else ''}, load {row['load_before']:.1f} before"
+
+
 def readme_table(results):
     """The README's table: one line per measured row."""
-    load = {0: "idle", 1: "beside 1 busy process"}
-    rows = [[f"`{r['task']}`", f"`{r['model']}`", load.get(r["busy"], f"beside {r['busy']}"),
+    rows = [[f"`{r['task']}`", f"`{r['model']}`", machine_cell(r),
              minutes(r["seconds"]), r.get("steps", ""), result_cell(r), r["date"]]
             for r in results["rows"]]
     header = ["task", "model", "machine", "time (data included)", "steps", "test accuracy",

@@ -1,26 +1,102 @@
-"""Atomic writes: a file or directory appears complete under its final name, or not at all."""
+"""Atomic writes: a file or directory appears complete under its final name, or not at all.
+
+`atomic_path(path)` writes into a hidden temporary directory beside `path`, named
+`.NAME.PID.RANDOM` (PID: the writing process). A process killed mid-write leaves that directory
+behind; `remove_stale_temporaries(path)` removes the ones whose process is gone (every
+`atomic_path` call does it for its own path first, and exports do it for all their targets when
+they start), so a temporary of a writer still running is never touched.
+"""
 
 import contextlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import tempfile
+
+OLD = "old"  # inside a temporary directory: the previous directory while it is being replaced
+
+
+def _temporary_prefix(path):
+    return f".{path.name}."
+
+
+def _owner(name, path):
+    """The pid that created the temporary directory `name` beside `path`; 0 when the name has
+    none (written before temporaries carried their pid); None when `name` is not a temporary
+    of `path`."""
+    prefix = _temporary_prefix(path)
+    if not name.startswith(prefix):
+        return None
+    match = re.fullmatch(r"(?:(\d+)\.)?[A-Za-z0-9_]{8}", name[len(prefix):])
+    if match is None:
+        return None
+    return int(match.group(1) or 0)
+
+
+def _alive(pid):
+    if pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def stale_temporaries(path):
+    """The temporary directories `atomic_path(path)` left beside `path` in processes that no longer
+    run (killed mid-write). Only directories holding nothing but `NAME` and `old` count."""
+    path = pathlib.Path(path)
+    if not path.parent.is_dir():
+        return []
+    found = []
+    for entry in path.parent.iterdir():
+        owner = _owner(entry.name, path)
+        if owner is None or not entry.is_dir() or entry.is_symlink() or _alive(owner):
+            continue
+        if {child.name for child in entry.iterdir()} <= {path.name, OLD}:
+            found.append(entry)
+    return sorted(found)
+
+
+def remove_stale_temporaries(path):
+    """Remove what killed writers of `path` left beside it; the removed paths.
+
+    A writer killed between moving the previous directory aside and moving the new one in left
+    `path` missing and the previous version in `old`: that version is put back first."""
+    path = pathlib.Path(path)
+    removed = []
+    for leftover in stale_temporaries(path):
+        previous = leftover / OLD
+        if previous.exists() and not path.exists():
+            os.replace(previous, path)
+        shutil.rmtree(leftover, ignore_errors=True)
+        removed.append(leftover)
+    return removed
 
 
 @contextlib.contextmanager
 def atomic_path(path):
-    """Yield a temporary path beside `path` (same suffix); on success it replaces `path` at once.
+    """Yield a temporary path beside `path` (same name); on success it replaces `path` at once.
 
     Works for files and directories; on error the temporary is removed and `path` is untouched.
+    Temporaries that killed writers of `path` left behind are removed first.
     """
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent)) / path.name
+    remove_stale_temporaries(path)
+    prefix = f"{_temporary_prefix(path)}{os.getpid()}."
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=path.parent)) / path.name
     try:
         yield tmp
         if path.is_dir() and tmp.is_dir():
-            old = tmp.parent / "old"
+            old = tmp.parent / OLD
             os.replace(path, old)  # a directory cannot be replaced in one step; keep the old one
             os.replace(tmp, path)  # until the new one is in place
         else:

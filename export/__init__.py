@@ -9,9 +9,14 @@
     read_metadata("runs/text-performer/model.onnx")["mechanism"]   # 'performer'
 
 Every artifact is written atomically beside the run's model.keras with a parity report
-`<artifact>.parity.json`; a failed parity check leaves the previous artifact untouched.
+`<artifact>.parity.json`; a failed parity check leaves the previous artifact untouched and writes
+`<artifact>.parity.failed.json`. FP32 is always written (or the export fails), each reduced
+precision when it passes its own check. Run an artifact with its ids checked:
+
+    from export.runners import artifact_predictor
+    logits = artifact_predictor("runs/text-performer/model.onnx")([tokens])
 """
 
-from export.errors import ExportError, ParityError
+from export.errors import ExportError, ExportUsageError, ParityError
 
-__all__ = ["ExportError", "ParityError"]
+__all__ = ["ExportError", "ExportUsageError", "ParityError"]

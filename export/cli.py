@@ -1,29 +1,41 @@
 """The command line both export scripts share: arguments, quiet logs, one line per outcome.
 
-A problem with the input or a failed parity check prints one `error: ...` line on stderr and
-exits with status 1 (no traceback); each written artifact prints one line with its parity summary.
+Each written artifact prints one line on stdout with its parity summary; each reduced precision
+that failed its parity check prints one `warning: ... not written ...` line on stderr with the
+figures and its `<artifact>.parity.failed.json`, and does not change the exit status. Errors are
+one line in the style of every arena_tf command (`arena_tf.cli`):
+`error: <what>; expected <what>; <how to fix>`, exit status 2 for a wrong argument or input (bad
+path, not a run directory, unknown precision), 1 when the export itself failed (a conversion,
+the FP32 parity check, a write that failed, nothing written at all); `--debug` shows the
+traceback instead.
 """
 
 import argparse
 import logging
 import sys
 
-from export.errors import ExportError
+from arena_tf import cli
+from export.errors import ExportError, ParityError
 from export.examples import DEFAULT_COUNT
 from export.parity import summary
+from export.publish import refusal_line
 
 
 def positive_int(text):
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
     return value
 
 
 def parser(prog, doc):
-    """An ArgumentParser with the arguments every export takes (path, --examples)."""
-    result = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    """An arena_tf.cli.ArgumentParser with the arguments every export takes (path, --examples,
+    --debug)."""
+    result = cli.ArgumentParser(prog=prog, description=doc.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     result.add_argument("path", help="run directory (model.keras, config.yaml) or a .keras file")
     result.add_argument("--examples", type=positive_int, default=DEFAULT_COUNT,
                         help="parity examples: task test split or generated "
@@ -41,17 +53,31 @@ def run(export, arg_parser, argv=None):
     """Parse `argv`, call `export(args)` -> {artifact: report}, print one line each; exit status."""
     args = arg_parser.parse_args(argv)
     quiet_logs()
+    # OSError: the disk filled, a directory could not be written: the export failed (exit 1)
+    return cli.run_main(lambda: outcome(export, args), debug=args.debug, failures=(OSError,))
+
+
+def outcome(export, args):
+    """Run the export, print what was written and what was refused; raise when it failed."""
     try:
-        print_written(export(args))
-    except ExportError as error:
-        print_written(getattr(error, "published", {}))
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        reports = export(args)
+    except ParityError as error:  # an FP32 artifact was refused: show what was written anyway
+        print_outcomes(error.reports, refused_fp32=True)
+        raise
+    print_outcomes(reports)
+    if not any(report["passed"] for report in reports.values()):
+        raise ExportError("no artifact passed its parity check, nothing was written",
+                          "at least one precision within its parity check",
+                          "see the warnings above and the .parity.failed.json files")
     return 0
 
 
-def print_written(reports):
-    """One line per artifact written: its path, parity summary and export time."""
+def print_outcomes(reports, refused_fp32=False):
+    """One line per artifact: written (stdout) or refused (stderr; an FP32 refusal is the
+    error line itself, printed by the caller)."""
     for artifact, report in reports.items():
-        print(f"{artifact}: parity passed ({summary(report)}), written in "
-              f"{report['export_seconds']:.1f} s")
+        if report["passed"]:
+            print(f"{artifact}: parity passed ({summary(report)}), written in "
+                  f"{report['export_seconds']:.1f} s", flush=True)
+        elif not (refused_fp32 and report["precision"] == "fp32"):
+            print(f"warning: {refusal_line(report)}", file=sys.stderr, flush=True)

@@ -4,6 +4,7 @@ SavedModel: `assets.extra/arena_tf.json`; ONNX: the metadata_props entry `arena_
 
     read_metadata("runs/text-performer/saved_model")["input_names"]     # ['tokens']
     read_metadata("runs/text-performer/model.fp16.onnx")["precision"]   # 'fp16'
+    read_metadata("runs/text-performer/model.onnx")["sequence_length"]  # {'dynamic': True, ...}
 """
 
 import json
@@ -11,19 +12,30 @@ import pathlib
 
 import onnx
 
-from export.errors import ExportError
+from export.contract import (INT64_SIGNATURE_NAME, OUTPUT_NAME, SIGNATURE_NAME, input_names,
+                             sequence_length)
+from export.errors import ExportUsageError, one_line
 
 KEY = "arena_tf"
+# 2: int32 and int64 signatures, lengths up to max_len padded inside, sequence_length, input_dtypes.
+FORMAT_VERSION = 2
 SAVED_MODEL_FILE = pathlib.Path("assets.extra") / f"{KEY}.json"
 
 
-def build_metadata(source, precision):
-    """The metadata document of an artifact of `source` computing in `precision`."""
-    # Imported here: reading metadata (serving's model processes) must not load TensorFlow.
-    from export.signature import OUTPUT_NAME, input_names
+def input_dtypes(kind):
+    """{signature name: token dtype} a SavedModel takes; {'onnx': 'int32'} for ONNX (one graph
+    input has one type; tf2onnx converts the int32 signature)."""
+    if kind == "saved_model":
+        return {SIGNATURE_NAME: "int32", INT64_SIGNATURE_NAME: "int64"}
+    return {"onnx": "int32"}
 
+
+def build_metadata(source, precision, kind="saved_model"):
+    """The metadata document of an artifact (`kind`: 'saved_model' or 'onnx') of `source`
+    computing in `precision`."""
     config = source.config
     return {
+        "format": FORMAT_VERSION,
         "task": source.task.name if source.task else None,
         "mechanism": config.attention,
         "model_config": config.to_dict(),
@@ -32,6 +44,8 @@ def build_metadata(source, precision):
         "num_inputs": len(input_names(config)),
         "input_names": input_names(config),
         "output_name": OUTPUT_NAME,
+        "input_dtypes": input_dtypes(kind),
+        "sequence_length": sequence_length(config),
         "num_classes": config.num_classes,
         "padding_id": config.padding_id,
         "parameters": source.model.count_params(),
@@ -57,9 +71,9 @@ def set_onnx_metadata(model_proto, metadata):
 def _read_saved_model(path):
     file = path / SAVED_MODEL_FILE
     if not file.is_file():
-        raise ExportError(
-            f"{path} has no {SAVED_MODEL_FILE}; re-export it with export/to_savedmodel.py"
-        )
+        raise ExportUsageError(f"{path} has no {SAVED_MODEL_FILE}",
+                               "a SavedModel written by export/to_savedmodel.py",
+                               "re-export it with export/to_savedmodel.py")
     return json.loads(file.read_text())
 
 
@@ -67,10 +81,14 @@ def _read_onnx(path):
     try:
         model_proto = onnx.load(str(path), load_external_data=False)
     except Exception as error:  # protobuf decode errors have no common base class
-        raise ExportError(f"{path} is not a readable ONNX model ({error}); re-export it") from None
+        raise ExportUsageError(f"{path} is not a readable ONNX model ({one_line(error)})",
+                               "an .onnx file written by export/to_onnx.py",
+                               "re-export it with export/to_onnx.py") from None
     props = {p.key: p.value for p in model_proto.metadata_props}
     if KEY not in props:
-        raise ExportError(f"{path} has no '{KEY}' metadata; re-export it with export/to_onnx.py")
+        raise ExportUsageError(f"{path} has no '{KEY}' metadata",
+                               "an .onnx file written by export/to_onnx.py",
+                               "re-export it with export/to_onnx.py")
     return json.loads(props[KEY])
 
 
@@ -86,10 +104,11 @@ def read_metadata(path):
     """The arena_tf metadata of a SavedModel directory or an .onnx file, as a dict."""
     path = pathlib.Path(path)
     if not path.exists():
-        raise ExportError(
-            f"{path} does not exist; expected a SavedModel directory or an .onnx file"
-        )
+        raise ExportUsageError(f"{path} does not exist", "a SavedModel directory or an .onnx file",
+                               "export the run first (export/to_savedmodel.py, export/to_onnx.py)")
     reader = READERS.get(artifact_kind(path))
     if reader is None:
-        raise ExportError(f"{path} is neither a SavedModel directory nor an .onnx file")
+        raise ExportUsageError(f"{path} is neither a SavedModel directory nor an .onnx file",
+                               "a SavedModel directory or an .onnx file",
+                               "pass the path of an exported artifact")
     return reader(path)

@@ -17,6 +17,10 @@ Cast(range) * rates, and position 2049 is 2048 in float16) and the attention lay
    float16 (Cast to float16, Cast back); the pair is removed so blocked chains really stay float32.
 4. `drop_duplicate_nodes`: the converter can insert the same Cast twice for one initializer
    (an invalid graph: "two nodes with same node name").
+5. `sort_topologically`: the converter appends the Casts it adds for blocked nodes where it
+   meets them, which can be before the node producing their input (a Cast placed before its
+   GlobalAveragePool input); ONNX requires every node after the producers of its inputs
+   (`onnx.checker.check_model(model, full_check=True)` refuses the graph otherwise).
 
 Numerically fragile op types (`FRAGILE_OPS`: LayerNorm statistics, softmax, exp / log of kernel
 features and log-sum-exp) are kept in float32 as well. On the CPU provider this list made no
@@ -24,6 +28,8 @@ measurable difference (its float16 graphs run mostly through float32 kernels; ar
 100% for every mechanism with or without it); it is there for GPUs, where float16 kernels exist.
 IsInf must stay float32 in any case: it has no float16 kernel before opset 20.
 """
+
+import heapq
 
 import numpy as np
 import onnx
@@ -158,6 +164,54 @@ def _keep_nodes(graph, keep):
     graph.node.extend(kept)
 
 
+def subgraph_inputs(node):
+    """Names a node's subgraphs (If / Loop / Scan bodies) read: its implicit inputs."""
+    names = set()
+    for attribute in node.attribute:
+        for graph in (attribute.g, *attribute.graphs) if attribute.type in (
+                onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) else ():
+            for inner in graph.node:
+                names.update(i for i in inner.input if i)
+                names.update(subgraph_inputs(inner))
+    return names
+
+
+def sort_topologically(graph):
+    """Reorder `graph.node` (and its subgraphs' nodes) so that every node comes after the nodes
+    producing its inputs, keeping the given order wherever it is already valid. Returns `graph`."""
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                sort_topologically(attribute.g)
+            for inner in attribute.graphs:
+                sort_topologically(inner)
+    nodes = list(graph.node)
+    producer = {name: index for index, node in enumerate(nodes) for name in node.output if name}
+    consumers = [[] for _ in nodes]
+    waiting = [0] * len(nodes)
+    for index, node in enumerate(nodes):
+        needed = {i for i in node.input if i} | subgraph_inputs(node)
+        for first in {producer[name] for name in needed if name in producer} - {index}:
+            consumers[first].append(index)
+            waiting[index] += 1
+    ready = [index for index, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        index = heapq.heappop(ready)
+        order.append(index)
+        for later in consumers[index]:
+            waiting[later] -= 1
+            if waiting[later] == 0:
+                heapq.heappush(ready, later)
+    if len(order) != len(nodes):
+        stuck = [nodes[i].name for i in range(len(nodes)) if waiting[i]][:3]
+        raise ValueError(f"the graph has a cycle through {', '.join(stuck)}")
+    del graph.node[:]
+    graph.node.extend(nodes[i] for i in order)
+    return graph
+
+
 def convert_to_fp16(model_proto, fragile_ops=FRAGILE_OPS):
     """A float16 copy of an FP32 tf2onnx model; float32 inputs / outputs, index math in float32."""
     copy = onnx.ModelProto()
@@ -168,4 +222,6 @@ def convert_to_fp16(model_proto, fragile_ops=FRAGILE_OPS):
         op_block_list=list(float16.DEFAULT_OP_BLOCK_LIST) + list(fragile_ops),
         node_block_list=sorted(integer_derived_nodes(model_proto) | beyond_fp16_nodes(model_proto)),
     )
-    return drop_duplicate_nodes(fold_cast_round_trips(converted))
+    converted = drop_duplicate_nodes(fold_cast_round_trips(converted))
+    sort_topologically(converted.graph)
+    return converted

@@ -12,7 +12,7 @@ import contextlib
 import keras
 
 from arena_tf.models import build_classifier
-from export.errors import ExportError
+from export.errors import ExportUsageError
 
 POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
@@ -31,7 +31,8 @@ def global_policy(name):
 def check_precision(precision):
     """`precision` if known; a one-line ExportError naming the choices otherwise."""
     if precision not in POLICIES:
-        raise ExportError(f"unknown precision {precision!r}; expected one of {', '.join(POLICIES)}")
+        raise ExportUsageError(f"unknown precision {precision!r}", f"one of {', '.join(POLICIES)}",
+                               "pick one of those")
     return precision
 
 
@@ -42,8 +43,9 @@ def model_in_precision(model, config, precision):
     try:
         rebuilt.set_weights(model.get_weights())
     except ValueError as error:
-        raise ExportError(
-            f"the saved weights do not fit a model built from its own config ({error}); the "
-            ".keras file does not match arena_tf's classifier: re-run training"
+        raise ExportUsageError(
+            f"the saved weights do not fit a model built from its own config ({error})",
+            "a .keras file saved by arena_tf's training for this version of its classifier",
+            "re-run training",
         ) from None
     return rebuilt

@@ -1,20 +1,24 @@
-"""Write an artifact, check it, and only then put it in place: a failed export replaces nothing.
+"""Write an artifact, check it, and only then put it in place: a failed check replaces nothing.
 
     report = publish(run_dir / "model.onnx", write=save_onnx, check=check_onnx)
+    report["passed"]                           # False: not written, see report["failed_report"]
 
-    reports = publish_all({path: export_one, ...})   # all tried; one ParityError lists failures
+    reports = publish_all({path: export_one, ...})   # every one tried, each judged on its own
+    require_fp32(reports, fp32_paths)                # ParityError when an FP32 artifact failed
 
 `write(tmp_path)` creates the artifact at a temporary path beside the target; `check(tmp_path)`
 returns its parity report. When the report passes, the artifact replaces the target at once
 (`arena_tf.files.atomic_path`) and the report is written as `<artifact>.parity.json`; when it
-fails, the temporary artifact is deleted, the report goes to `<artifact>.parity.failed.json`
-for inspection and a ParityError carries one line (failures of several artifacts joined by |).
+fails, the temporary artifact is deleted, the previous artifact (if any) stays, and the report
+goes to `<artifact>.parity.failed.json` for inspection. A failed reduced precision (bf16, fp16)
+does not stop the others: the exports write FP32 and every reduced precision that passes.
 """
 
 import pathlib
 import time
 
 from arena_tf import files
+from export.contract import ONNX_ARTIFACTS, SAVED_MODEL_ARTIFACTS
 from export.errors import ParityError
 from export.parity import failure_line
 
@@ -31,39 +35,68 @@ def failed_parity_path(artifact):
     return artifact.with_name(f"{artifact.name}.parity.failed.json")
 
 
+def clean_leftovers(directory):
+    """Remove the temporaries that killed exports left beside the artifacts (and their reports)
+    in `directory`; the removed paths. Temporaries of exports still running are kept."""
+    removed = []
+    for name in (*SAVED_MODEL_ARTIFACTS.values(), *ONNX_ARTIFACTS.values()):
+        target = pathlib.Path(directory) / name
+        for path in (target, parity_path(target), failed_parity_path(target)):
+            removed += files.remove_stale_temporaries(path)
+    return removed
+
+
+class _Rejected(Exception):
+    """The artifact failed its check: leave atomic_path without moving it in."""
+
+
 def publish(target, write, check, prior_seconds=0.0):
-    """Create `target` through `write`, check it with `check`, replace atomically on success.
+    """Create `target` through `write`, check it with `check`, replace atomically on success;
+    the parity report (its `passed` says whether `target` was written).
 
     `prior_seconds`: time already spent making the artifact (a conversion shared by several),
     counted in the report's `export_seconds`."""
     target = pathlib.Path(target)
     started = time.perf_counter() - prior_seconds
-    with files.atomic_path(target) as tmp:
-        write(tmp)
-        written = time.perf_counter()
-        report = check(tmp)
-        report.update(artifact=str(target), export_seconds=round(written - started, 3),
-                      check_seconds=round(time.perf_counter() - written, 3))
-        if not report["passed"]:
-            files.write_json(failed_parity_path(target), report)
-            raise ParityError(
-                f"{target.name} failed its parity check: {failure_line(report)}; nothing was "
-                f"replaced; details in {failed_parity_path(target)}"
-            )
+    try:
+        with files.atomic_path(target) as tmp:
+            write(tmp)
+            written = time.perf_counter()
+            report = check(tmp)
+            report.update(artifact=str(target), export_seconds=round(written - started, 3),
+                          check_seconds=round(time.perf_counter() - written, 3))
+            if not report["passed"]:
+                raise _Rejected()  # leaving the block by an exception deletes the temporary
+    except _Rejected:
+        report["failed_report"] = str(failed_parity_path(target))
+        files.write_json(failed_parity_path(target), report)
+        return report
     files.write_json(parity_path(target), report)
     failed_parity_path(target).unlink(missing_ok=True)
     return report
 
 
 def publish_all(exports):
-    """Run every export in {artifact path: () -> report}, even after one fails its check; the
-    reports, or a ParityError naming every failure (holding the reports of the others)."""
-    reports, failures = {}, []
-    for artifact, export in exports.items():
-        try:
-            reports[artifact] = export()
-        except ParityError as error:
-            failures.append(str(error))
-    if failures:
-        raise ParityError(" | ".join(failures), published=reports)
+    """Run every export in {artifact path: () -> report}; {artifact path: report}, failed ones
+    included (report["passed"] is False)."""
+    return {artifact: export() for artifact, export in exports.items()}
+
+
+def refusal_line(report):
+    """One line saying why an artifact was not written and where the details are."""
+    name = pathlib.Path(report["artifact"]).name
+    return (f"{name} not written: parity check failed ({failure_line(report)}), details in "
+            f"{report['failed_report']}")
+
+
+def require_fp32(reports, fp32_artifacts):
+    """`reports` when every FP32 artifact among them passed; a ParityError otherwise (an FP32
+    artifact that disagrees with Keras means the export itself is wrong)."""
+    failed = [reports[a] for a in fp32_artifacts if a in reports and not reports[a]["passed"]]
+    if failed:
+        raise ParityError(
+            " | ".join(refusal_line(report) for report in failed),
+            expected="FP32 logits within the parity threshold of the Keras model",
+            fix="report the mechanism and the details file as a bug", reports=reports,
+        )
     return reports

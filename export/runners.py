@@ -3,14 +3,24 @@
     logits = run_batched(keras_predictor(model), examples.arrays)        # float32 [count, classes]
     session = onnx_session("runs/x/model.onnx"); session.get_providers()  # what really runs
     logits = run_batched(onnx_predictor(session, config), examples.arrays)
+    predict = artifact_predictor("runs/x/model.onnx"); predict([tokens])  # from its metadata
+
+The SavedModel and ONNX predictors check the ids first (`export.contract.check_tokens`): an id
+outside the vocabulary, a wrong length or a non-integer array is one TokenError line, never
+passed to a graph that would gather garbage or fail deep inside. int64 ids are accepted (cast to
+int32 after the check).
 """
+
+import pathlib
 
 import numpy as np
 import onnxruntime
 import tensorflow as tf
 
+from export.contract import check_tokens, input_names
 from export.errors import ExportError, one_line
-from export.signature import OUTPUT_NAME, SIGNATURE_NAME, feeds, model_inputs
+from export.metadata import artifact_kind, read_metadata
+from export.signature import OUTPUT_NAME, SIGNATURE_NAME, model_inputs
 
 # Rows per parity batch: at most 32, fewer for long inputs so quadratic attention stays within
 # memory (16K tokens per input per batch: 4 rows at 4000 tokens, 1 at 16K).
@@ -35,13 +45,24 @@ def keras_predictor(model):
     return lambda arrays: np.asarray(model(model_inputs(arrays), training=False))
 
 
-def saved_model_predictor(path, config):
-    """Batch of input arrays -> logits, through the SavedModel's serving signature."""
-    signature = tf.saved_model.load(str(path)).signatures[SIGNATURE_NAME]
+def names(model):
+    """Input names from artifact metadata (a dict) or a ModelConfig."""
+    return model["input_names"] if isinstance(model, dict) else input_names(model)
+
+
+def saved_model_predictor(saved_model, model, signature_name=SIGNATURE_NAME):
+    """Batch of input arrays -> logits, through a signature of the SavedModel (a path, or what
+    tf.saved_model.load returned), the ids checked against `model` (a ModelConfig or the
+    artifact's metadata) first."""
+    if isinstance(saved_model, (str, pathlib.Path)):
+        saved_model = tf.saved_model.load(str(saved_model))
+    signature = saved_model.signatures[signature_name]
+    dtype = signature.structured_input_signature[1][names(model)[0]].dtype
 
     def predict(arrays):
-        tensors = {name: tf.constant(array) for name, array in feeds(config, arrays).items()}
-        return signature(**tensors)[OUTPUT_NAME].numpy()
+        checked = check_tokens(arrays, model)
+        return signature(**{name: tf.constant(array, dtype)
+                            for name, array in zip(names(model), checked)})[OUTPUT_NAME].numpy()
 
     return predict
 
@@ -53,9 +74,27 @@ def onnx_session(model):
     try:
         return onnxruntime.InferenceSession(model, providers=providers)
     except Exception as error:  # ORT raises its own Fail / InvalidGraph / NoSuchFile types
-        raise ExportError(f"ONNX Runtime cannot load the model ({one_line(error)})") from None
+        raise ExportError(f"ONNX Runtime cannot load the model ({one_line(error)})",
+                          "an ONNX model this onnxruntime runs",
+                          "re-export it with export/to_onnx.py") from None
 
 
-def onnx_predictor(session, config):
-    """Batch of input arrays -> logits, through an ONNX Runtime session."""
-    return lambda arrays: session.run([OUTPUT_NAME], feeds(config, arrays))[0]
+def onnx_predictor(session, model):
+    """Batch of input arrays -> logits, through an ONNX Runtime session, the ids checked
+    against `model` (a ModelConfig or the artifact's metadata) first."""
+
+    def predict(arrays):
+        checked = check_tokens(arrays, model)
+        return session.run([OUTPUT_NAME], dict(zip(names(model), checked)))[0]
+
+    return predict
+
+
+def artifact_predictor(path):
+    """Batch of input arrays -> logits for an exported artifact (SavedModel directory or .onnx
+    file), its ids checked against the artifact's own metadata."""
+    path = pathlib.Path(path)
+    metadata = read_metadata(path)
+    if artifact_kind(path) == "saved_model":
+        return saved_model_predictor(path, metadata)
+    return onnx_predictor(onnx_session(str(path)), metadata)

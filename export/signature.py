@@ -1,25 +1,34 @@
-"""The serving signature every artifact shares (the contract between export/ and serving/).
+"""The serving signatures every SavedModel has (the contract is in export/contract.py).
 
-Inputs int32 `tokens` [batch, max_len] (`tokens_1`, `tokens_2` for the two-tower model), output
-float32 `logits` [batch, num_classes]; batch dynamic, length fixed to the model's max_len.
+`serving_default`: int32 `tokens` [batch, length] (`tokens_1`, `tokens_2` for two towers) ->
+float32 `logits` [batch, num_classes]; `serving_int64`: the same with int64 ids. Both cast the ids
+to int32 inside and, where the model has a padding id, take any length up to max_len and pad
+inside (`to_model_length`); batch is dynamic. tf2onnx converts `serving_default`.
 """
 
 import tensorflow as tf
 
-SIGNATURE_NAME = "serving_default"
-OUTPUT_NAME = "logits"
-BATCH_AXIS_NAME = "batch"
+from export.contract import (  # noqa: F401 (re-exported: the names every exporter uses)
+    BATCH_AXIS_NAME, INT64_SIGNATURE_NAME, LENGTH_AXIS_NAME, OUTPUT_NAME, SIGNATURE_NAME,
+    input_names, sequence_length,
+)
+
+def input_specs(config, dtype=tf.int32):
+    """One TensorSpec [None, length] per input, named as in `input_names`; length None (dynamic)
+    where the model has a padding id, max_len otherwise."""
+    length = None if sequence_length(config)["dynamic"] else config.max_len
+    return [tf.TensorSpec([None, length], dtype, name=name) for name in input_names(config)]
 
 
-def input_names(config):
-    """['tokens'], or ['tokens_1', 'tokens_2'] for a two-tower ModelConfig."""
-    return ["tokens_1", "tokens_2"] if config.two_tower else ["tokens"]
-
-
-def input_specs(config):
-    """One int32 TensorSpec [None, max_len] per input, named as in `input_names`."""
-    shape = [None, config.max_len]
-    return [tf.TensorSpec(shape, tf.int32, name=name) for name in input_names(config)]
+def to_model_length(tokens, config):
+    """int32 ids [batch, max_len]: cast, and padded at the end with the padding id where shorter.
+    A longer input fails in TensorFlow (ensure_shape); the runners refuse it before."""
+    tokens = tf.cast(tokens, tf.int32)
+    if not sequence_length(config)["dynamic"]:
+        return tokens
+    missing = tf.maximum(config.max_len - tf.shape(tokens)[1], 0)
+    tokens = tf.pad(tokens, [[0, 0], [0, missing]], constant_values=config.padding_id)
+    return tf.ensure_shape(tokens, [None, config.max_len])
 
 
 def model_inputs(arrays):

@@ -4,7 +4,8 @@
     source.model, source.config.attention, source.task, source.artifact("model.onnx")
 
 Artifacts go into the directory holding the .keras file. Every problem with the input (missing
-path, no model.keras, a truncated or foreign file, a bad config.yaml) is one ExportError line.
+path, no model.keras, a truncated or foreign file, a bad config.yaml) is one ExportUsageError
+line (exit status 2 from the scripts).
 """
 
 import dataclasses
@@ -15,7 +16,7 @@ import keras
 
 from arena_tf.config import ConfigError, ModelConfig, TaskConfig, read_yaml
 from arena_tf.encoder import Encoder  # importing it registers the layers load_model needs
-from export.errors import ExportError, one_line
+from export.errors import ExportUsageError, one_line
 
 MODEL_FILE = "model.keras"
 CONFIG_FILE = "config.yaml"
@@ -42,24 +43,24 @@ class Source:
 
 
 def model_file(path):
-    """The .keras file named by `path` (a run directory or the file itself); ExportError if none."""
+    """The .keras file named by `path` (a run directory or the file itself); ExportUsageError if
+    none."""
     path = pathlib.Path(path)
+    expected = (f"a run directory holding {MODEL_FILE} and {CONFIG_FILE} (written by "
+                f"`{TRAIN_HINT}`) or a .keras file")
     if not path.exists():
-        raise ExportError(
-            f"{path} does not exist; expected a run directory holding {MODEL_FILE} and "
-            f"{CONFIG_FILE} (written by `{TRAIN_HINT}`) or a .keras file"
-        )
+        raise ExportUsageError(f"{path} does not exist", expected, "check the path")
     if path.is_dir():
         if not (path / MODEL_FILE).is_file():
-            raise ExportError(
-                f"{path} is not a run directory: it holds no {MODEL_FILE}; finish training with "
-                f"`{TRAIN_HINT} --run_dir={path}` or pass the path of a .keras file"
+            raise ExportUsageError(
+                f"{path} is not a run directory: it holds no {MODEL_FILE}", expected,
+                f"finish training with `{TRAIN_HINT} --run_dir={path}` or pass a .keras file",
             )
         return path / MODEL_FILE
     if path.suffix != ".keras":
-        raise ExportError(
-            f"{path} is not a .keras file; expected a run directory or a model saved by "
-            "model.save('NAME.keras')"
+        raise ExportUsageError(
+            f"{path} is not a .keras file", expected,
+            "pass the run directory or a model saved by model.save('NAME.keras')",
         )
     return path
 
@@ -69,9 +70,10 @@ def load_model(path):
     try:
         return keras.saving.load_model(path, compile=False)
     except Exception as error:  # zipfile, h5py, JSON and Keras errors all mean "not loadable"
-        raise ExportError(
-            f"cannot load {path} ({type(error).__name__}: {one_line(error)}); expected a complete "
-            f".keras file of an arena_tf classifier: restore it or re-run `{TRAIN_HINT}`"
+        raise ExportUsageError(
+            f"cannot load {path} ({type(error).__name__}: {one_line(error)})",
+            "a complete .keras file of an arena_tf classifier",
+            f"restore it or re-run `{TRAIN_HINT}`",
         ) from None
 
 
@@ -79,9 +81,10 @@ def model_config(model, path):
     """The ModelConfig the classifier was built from, read from its encoder layer."""
     encoder = next((layer for layer in model.layers if isinstance(layer, Encoder)), None)
     if encoder is None:
-        raise ExportError(
-            f"{path} holds a Keras model without an arena_tf Encoder layer; expected a "
-            "classifier from arena_tf.models.build_classifier"
+        raise ExportUsageError(
+            f"{path} holds a Keras model without an arena_tf Encoder layer",
+            "a classifier from arena_tf.models.build_classifier",
+            f"export a model trained by `{TRAIN_HINT}`",
         )
     return encoder.config
 
@@ -94,9 +97,10 @@ def task_config(directory):
     try:
         return TaskConfig(**read_yaml(path).get("task", {}))
     except (ConfigError, TypeError) as error:
-        raise ExportError(
-            f"{path}: the task section is invalid ({error}); expected the config.yaml written by "
-            f"`{TRAIN_HINT}`"
+        raise ExportUsageError(
+            f"{path}: the task section is invalid ({one_line(error)})",
+            f"the config.yaml written by `{TRAIN_HINT}`",
+            f"restore it, or remove it to export {MODEL_FILE} on generated examples",
         ) from None
 
 

@@ -4,13 +4,21 @@
 
 Writes RUN_DIR/model.onnx (FP32) and RUN_DIR/model.fp16.onnx (float16 compute through
 onnxruntime's converter with float32 inputs / outputs, see export/onnx_fp16.py), with the inputs
-`tokens` (or `tokens_1`, `tokens_2`) int32 [batch, max_len] and the output `logits` float32
-[batch, num_classes], the batch axis named `batch`, metadata under the metadata_props key
-`arena_tf` and a parity report `<artifact>.parity.json` (Keras, SavedModel and ONNX Runtime on the
-same examples, with the providers the session ran on). RUN_DIR/saved_model/ is exported first
-when it is missing or older than model.keras.
+`tokens` (or `tokens_1`, `tokens_2`) int32 [batch, length] and the output `logits` float32
+[batch, num_classes], the axes named `batch` and `length` (length up to max_len where the model
+has a padding id, padded inside; fixed to max_len otherwise), metadata under the metadata_props
+key `arena_tf` and a parity report `<artifact>.parity.json` (Keras, SavedModel and ONNX Runtime on
+the same examples, with the providers the session ran on). Every file passes
+`onnx.checker.check_model(full_check=True)`. RUN_DIR/saved_model/ is exported first when it is
+missing or older than model.keras.
+
+FP32 is written when its logits match Keras, FP16 when it passes its margin-based check
+(export/parity.py); a refused FP16 model is reported in one line with its figures. Exit status 0
+when the FP32 model was written (or, without fp32 in --precision, when anything was), 1 when the
+export failed, 2 for a wrong argument or input.
 """
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -28,19 +36,24 @@ from tf2onnx import tf_loader  # noqa: E402
 
 from export import cli  # noqa: E402
 from export.context import prepare  # noqa: E402
-from export.errors import ExportError, ParityError, one_line  # noqa: E402
-from export.metadata import build_metadata, read_metadata, set_onnx_metadata  # noqa: E402
+from export.contract import ONNX_ARTIFACTS  # noqa: E402
+from export.errors import ExportError, ExportUsageError, one_line  # noqa: E402
+from export.metadata import (  # noqa: E402
+    FORMAT_VERSION, build_metadata, read_metadata, set_onnx_metadata,
+)
 from export.onnx_fp16 import convert_to_fp16  # noqa: E402
-from export.parity import parity_report  # noqa: E402
-from export.publish import publish, publish_all  # noqa: E402
+from export.parity import contract_checks, parity_report  # noqa: E402
+from export.publish import clean_leftovers, publish, publish_all, require_fp32  # noqa: E402
 from export.runners import (  # noqa: E402
     onnx_predictor, onnx_session, run_batched, saved_model_predictor,
 )
-from export.signature import BATCH_AXIS_NAME, OUTPUT_NAME, SIGNATURE_NAME, input_names  # noqa: E402
+from export.signature import (  # noqa: E402
+    BATCH_AXIS_NAME, LENGTH_AXIS_NAME, OUTPUT_NAME, SIGNATURE_NAME, input_names, sequence_length,
+)
 from export.to_savedmodel import ARTIFACTS as SAVED_MODELS  # noqa: E402
 from export.to_savedmodel import export_saved_model  # noqa: E402
 
-ARTIFACTS = {"fp32": "model.onnx", "fp16": "model.fp16.onnx"}
+ARTIFACTS = ONNX_ARTIFACTS
 DEFAULT_OPSET = 17
 MIN_OPSET = 13  # checked 13 to 18; at 10, dynamic Pad (local, reformer blocks) is not valid ONNX
 MAX_OPSET = max(tf2onnx.constants.OPSET_TO_IR_VERSION)
@@ -49,13 +62,16 @@ DERIVE = {"fp32": lambda model_proto: model_proto, "fp16": convert_to_fp16}
 
 
 def saved_model_is_current(source):
-    """True when the FP32 SavedModel was exported from this .keras file after its last change."""
+    """True when the FP32 SavedModel was exported from this .keras file after its last change,
+    in the current format (signatures, length handling)."""
     saved_model = source.artifact(SAVED_MODELS["fp32"])
     graph = saved_model / "saved_model.pb"
     if not graph.is_file() or graph.stat().st_mtime < source.model_path.stat().st_mtime:
         return False
     try:
-        return read_metadata(saved_model)["source"] == str(source.model_path)
+        metadata = read_metadata(saved_model)
+        return (metadata["source"] == str(source.model_path)
+                and metadata.get("format") == FORMAT_VERSION)
     except (ExportError, KeyError, ValueError):  # no or unreadable metadata: export anew
         return False
 
@@ -69,10 +85,14 @@ def unconverted_ops(model_proto):
     ]
 
 
-def name_batch_axis(model_proto):
-    """Name the dynamic first axis of every graph input and output `batch`."""
+def name_axes(model_proto, config):
+    """Name the dynamic first axis of every graph input and output `batch`, and the dynamic
+    second axis of the inputs `length` (where the model takes shorter inputs)."""
     for value in (*model_proto.graph.input, *model_proto.graph.output):
         value.type.tensor_type.shape.dim[0].dim_param = BATCH_AXIS_NAME
+    if sequence_length(config)["dynamic"]:
+        for value in model_proto.graph.input:
+            value.type.tensor_type.shape.dim[1].dim_param = LENGTH_AXIS_NAME
     return model_proto
 
 
@@ -81,36 +101,58 @@ def check_names(model_proto, config, saved_model):
     found = ([i.name for i in model_proto.graph.input], [o.name for o in model_proto.graph.output])
     expected = (input_names(config), [OUTPUT_NAME])
     if found != expected:
-        raise ExportError(
-            f"tf2onnx named the inputs / outputs of {saved_model} {found}, expected {expected}; "
-            "re-export the SavedModel with export/to_savedmodel.py"
-        )
+        raise ExportError(f"tf2onnx named the inputs / outputs of {saved_model} {found}",
+                          f"{expected}", "re-export the SavedModel with export/to_savedmodel.py")
+
+
+@contextlib.contextmanager
+def native_stderr_silenced():
+    """Send what native code writes on file descriptor 2 to /dev/null inside the block:
+    TensorFlow's grappler, run by tf2onnx, logs `I0000 ... single_machine.cc] Starting new
+    session` lines through absl, which TF_CPP_MIN_LOG_LEVEL does not reach. Failures still
+    arrive as Python exceptions; ARENA_TF_DEBUG=1 keeps the native log."""
+    if os.environ.get("ARENA_TF_DEBUG"):
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def convert_saved_model(saved_model, config, opset=DEFAULT_OPSET):
     """The FP32 ONNX ModelProto of a SavedModel's serving signature, converted by tf2onnx."""
     try:
-        graph_def, inputs, outputs, renames = tf_loader.from_saved_model(
-            str(saved_model), None, None, tag=["serve"], signatures=[SIGNATURE_NAME],
-            return_tensors_to_rename=True,
-        )
-        model_proto, _ = tf2onnx.convert.from_graph_def(
-            graph_def, input_names=inputs, output_names=outputs, opset=opset,
-            tensors_to_rename=renames,
-        )
+        with native_stderr_silenced():
+            graph_def, inputs, outputs, renames = tf_loader.from_saved_model(
+                str(saved_model), None, None, tag=["serve"], signatures=[SIGNATURE_NAME],
+                return_tensors_to_rename=True,
+            )
+            model_proto, _ = tf2onnx.convert.from_graph_def(
+                graph_def, input_names=inputs, output_names=outputs, opset=opset,
+                tensors_to_rename=renames,
+            )
     except Exception as error:  # tf2onnx raises ValueError, KeyError, TF errors... per failing op
         raise ExportError(
             f"tf2onnx could not convert {saved_model} at opset {opset} ({type(error).__name__}: "
-            f"{one_line(error)}); report the mechanism and this message as a bug"
+            f"{one_line(error)})", "a graph tf2onnx converts",
+            "report the mechanism and this message as a bug",
         ) from None
     missing = unconverted_ops(model_proto)
     if missing:
         raise ExportError(
             f"tf2onnx could not convert {len(missing)} TensorFlow op(s) of {saved_model} to ONNX "
-            f"opset {opset}: {', '.join(missing[:5])}; the layer using them needs ONNX-friendly ops"
+            f"opset {opset}: {', '.join(missing[:5])}", "only ops ONNX defines",
+            "the layer using them needs ONNX-friendly ops",
         )
     check_names(model_proto, config, saved_model)
-    return name_batch_axis(model_proto)
+    return name_axes(model_proto, config)
 
 
 @dataclasses.dataclass
@@ -135,50 +177,79 @@ def export_onnx_model(context, precision, conversion, saved_model_logits):
 
     def write(tmp):
         model_proto = DERIVE[precision](conversion.model_proto)
-        onnx.save(set_onnx_metadata(model_proto, build_metadata(source, precision)), str(tmp))
+        model_proto = set_onnx_metadata(model_proto, build_metadata(source, precision, "onnx"))
+        check_graph(model_proto, target)
+        onnx.save(model_proto, str(tmp))
 
     def check(tmp):
         session = onnx_session(str(tmp))
-        logits = run_batched(onnx_predictor(session, source.config), arrays)
+        predict = onnx_predictor(session, source.config)
+        logits = run_batched(predict, arrays)
+        contract = contract_checks(predict, arrays, source.config,
+                                   context.thresholds.contract_max_abs_diff)
         return parity_report(target.name, precision, logits, context.reference,
                              {SAVED_MODELS["fp32"]: saved_model_logits}, context.thresholds,
-                             runtime="onnxruntime", providers=session.get_providers(),
-                             opset=conversion.opset, tf2onnx_seconds=conversion.seconds)
+                             extra_checks=contract, runtime="onnxruntime",
+                             providers=session.get_providers(), opset=conversion.opset,
+                             tf2onnx_seconds=conversion.seconds)
 
     return publish(target, write, check, prior_seconds=conversion.seconds)
 
 
+def check_graph(model_proto, target):
+    """ONNX's full checker (topological order, types, shapes) on a model about to be written."""
+    try:
+        onnx.checker.check_model(model_proto, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
+        raise ExportError(f"{target.name} fails onnx.checker.check_model(full_check=True) "
+                          f"({one_line(error)})", "a valid ONNX graph",
+                          "report the mechanism and this message as a bug") from None
+
+
 def check_opset(opset):
-    """`opset` if tf2onnx and our graphs support it; a one-line ExportError otherwise."""
+    """`opset` if tf2onnx and our graphs support it; a one-line ExportUsageError otherwise."""
     if not MIN_OPSET <= opset <= MAX_OPSET:
-        raise ExportError(f"opset {opset} is not supported; expected {MIN_OPSET} to {MAX_OPSET} "
-                          f"(tf2onnx {tf2onnx.__version__})")
+        raise ExportUsageError(f"opset {opset} is not supported",
+                               f"{MIN_OPSET} to {MAX_OPSET} (tf2onnx {tf2onnx.__version__})",
+                               f"pass --opset {DEFAULT_OPSET} or leave it out")
     return opset
 
 
+def check_onnx_precision(precision):
+    if precision not in ARTIFACTS:
+        raise ExportUsageError(f"unknown ONNX precision {precision!r}",
+                               f"one of {', '.join(ARTIFACTS)}",
+                               "BF16 is exported as a SavedModel only (export/to_savedmodel.py)")
+    return precision
+
+
 def export_onnx_models(context, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET):
-    """{artifact path: parity report}: the FP32 SavedModel when stale, then the ONNX models."""
+    """{artifact path: parity report}: the FP32 SavedModel when stale, then the ONNX models,
+    refused ones included (report["passed"] False); a ParityError when an FP32 one was refused."""
     source, reports, opset = context.source, {}, check_opset(opset)
+    precisions = [check_onnx_precision(p) for p in precisions]
     saved_model = source.artifact(SAVED_MODELS["fp32"])
+    clean_leftovers(source.directory)
     if not saved_model_is_current(source):
         reports[saved_model] = export_saved_model(context, "fp32")
+        require_fp32(reports, [saved_model])
     conversion = timed_conversion(saved_model, source.config, opset)
     saved_model_logits = run_batched(saved_model_predictor(saved_model, source.config),
                                      context.examples.arrays)
-    try:
-        return {**reports, **publish_all({
-            source.artifact(ARTIFACTS[p]): functools.partial(
-                export_onnx_model, context, p, conversion, saved_model_logits)
-            for p in precisions
-        })}
-    except ParityError as error:
-        raise ParityError(str(error), published={**reports, **error.published}) from None
+    reports.update(publish_all({
+        source.artifact(ARTIFACTS[p]): functools.partial(
+            export_onnx_model, context, p, conversion, saved_model_logits)
+        for p in precisions
+    }))
+    return require_fp32(reports, [saved_model, source.artifact(ARTIFACTS["fp32"])])
 
 
 def export_onnx(path, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET, count=None,
                 thresholds=None):
     """Export the run directory or .keras file at `path` to ONNX; {artifact path: parity report}."""
     check_opset(opset)  # before the model is loaded
+    for precision in precisions:
+        check_onnx_precision(precision)
     return export_onnx_models(prepare(path, count, thresholds), precisions, opset)
 
 

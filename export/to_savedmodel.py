@@ -5,10 +5,17 @@
 
 Writes RUN_DIR/saved_model/ (FP32), saved_model_bf16/ and saved_model_fp16/ (the model rebuilt
 under Keras's mixed_bfloat16 / mixed_float16 policy with the trained weights), each with the
-signature `serving_default`: int32 `tokens` [batch, max_len] (`tokens_1`, `tokens_2` for two
-towers) -> float32 `logits` [batch, num_classes], metadata in assets.extra/arena_tf.json and a
-parity report `<artifact>.parity.json` beside it. The export is built with Keras 3's
-ExportArchive and an explicit input signature.
+signatures `serving_default` (int32 ids) and `serving_int64` (int64 ids): `tokens` [batch, length]
+(`tokens_1`, `tokens_2` for two towers) -> float32 `logits` [batch, num_classes], length up to
+max_len where the model has a padding id (padded inside), exactly max_len otherwise; metadata in
+assets.extra/arena_tf.json and a parity report `<artifact>.parity.json` beside it. The export is
+built with Keras 3's ExportArchive and explicit input signatures.
+
+Each precision is judged on its own (export/parity.py): FP32 is written when its logits match
+Keras, each reduced precision when it passes its margin-based check; a refused one is reported in
+one line with its figures and `<artifact>.parity.failed.json`. Exit status 0 when the FP32
+SavedModel was written (or, without fp32 in --precision, when anything was), 1 when the export
+failed, 2 for a wrong argument or input.
 """
 
 import functools
@@ -21,28 +28,41 @@ if __name__ == "__main__":  # `python export/to_savedmodel.py`: import the packa
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 from export import cli  # noqa: E402
 from export.context import prepare  # noqa: E402
+from export.contract import SAVED_MODEL_ARTIFACTS  # noqa: E402
 from export.metadata import build_metadata, write_saved_model_metadata  # noqa: E402
-from export.parity import parity_report  # noqa: E402
+from export.parity import contract_checks, parity_report  # noqa: E402
 from export.precision import POLICIES, check_precision, model_in_precision  # noqa: E402
-from export.publish import publish, publish_all  # noqa: E402
+from export.publish import clean_leftovers, publish, publish_all, require_fp32  # noqa: E402
 from export.runners import keras_predictor, run_batched, saved_model_predictor  # noqa: E402
-from export.signature import OUTPUT_NAME, SIGNATURE_NAME, input_specs, model_inputs  # noqa: E402
+from export.signature import (  # noqa: E402
+    INT64_SIGNATURE_NAME, OUTPUT_NAME, SIGNATURE_NAME, input_specs, model_inputs, to_model_length,
+)
 
-ARTIFACTS = {"fp32": "saved_model", "bf16": "saved_model_bf16", "fp16": "saved_model_fp16"}
+ARTIFACTS = SAVED_MODEL_ARTIFACTS
 
 
 def write_saved_model(model, config, directory):
-    """A SavedModel of `model` with the serving signature, written to `directory`."""
+    """A SavedModel of `model` with the serving signatures (int32 and int64 ids), written to
+    `directory`."""
     archive = keras.export.ExportArchive()
     archive.track(model)
 
     def serve(*tokens):
+        tokens = [to_model_length(t, config) for t in tokens]
         return {OUTPUT_NAME: model(model_inputs(tokens), training=False)}
 
-    archive.add_endpoint(SIGNATURE_NAME, serve, input_signature=input_specs(config))
+    serve_int32 = archive.add_endpoint(SIGNATURE_NAME, serve,
+                                       input_signature=input_specs(config, tf.int32))
+
+    def serve_int64(*tokens):  # calls the int32 function: the model is traced once
+        return serve_int32(*[tf.cast(t, tf.int32) for t in tokens])
+
+    archive.add_endpoint(INT64_SIGNATURE_NAME, serve_int64,
+                         input_signature=input_specs(config, tf.int64))
     archive.write_out(str(directory), verbose=False)
 
 
@@ -63,26 +83,37 @@ def export_saved_model(context, precision):
         write_saved_model_metadata(tmp, build_metadata(source, precision))
 
     def check(tmp):
-        logits = run_batched(saved_model_predictor(tmp, source.config), arrays)
+        loaded = tf.saved_model.load(str(tmp))
+        predict = saved_model_predictor(loaded, source.config)
+        logits = run_batched(predict, arrays)
         same_precision = {} if precision == "fp32" else {
             f"keras_{precision}": run_batched(keras_predictor(model), arrays)
         }
+        contract = contract_checks(
+            predict, arrays, source.config, context.thresholds.contract_max_abs_diff,
+            predict_int64=saved_model_predictor(loaded, source.config, INT64_SIGNATURE_NAME))
         return parity_report(target.name, precision, logits, context.reference, same_precision,
-                             context.thresholds, runtime="tensorflow")
+                             context.thresholds, extra_checks=contract, runtime="tensorflow")
 
     return publish(target, write, check)
 
 
 def export_saved_models(context, precisions=tuple(ARTIFACTS)):
-    """{artifact path: parity report} for the SavedModels of `precisions`."""
-    return publish_all({
+    """{artifact path: parity report} for the SavedModels of `precisions`, refused ones included
+    (report["passed"] False); a ParityError when the FP32 SavedModel was refused."""
+    precisions = [check_precision(p) for p in precisions]
+    clean_leftovers(context.source.directory)
+    reports = publish_all({
         context.source.artifact(ARTIFACTS[p]): functools.partial(export_saved_model, context, p)
-        for p in map(check_precision, precisions)
+        for p in precisions
     })
+    return require_fp32(reports, [context.source.artifact(ARTIFACTS["fp32"])])
 
 
 def export_savedmodel(path, precisions=tuple(ARTIFACTS), count=None, thresholds=None):
     """Export the run directory or .keras file at `path`; {artifact path: parity report}."""
+    for precision in precisions:
+        check_precision(precision)  # before the model is loaded
     return export_saved_models(prepare(path, count, thresholds), precisions)
 
 

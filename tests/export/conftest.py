@@ -3,11 +3,15 @@
 `write_run_dir(directory, mechanism, two_tower=False)` saves an untrained tiny classifier (one
 layer, width 16, length 64) whose config.yaml points the task at a missing data directory, so the
 parity check runs on generated examples and never reads or generates task data.
+
+Session fixture `exported_linear`: one linear-attention run exported once to the FP32 SavedModel,
+FP32 ONNX and FP16 ONNX, for the tests that only read artifacts (they must not change it).
 """
 
 import pathlib
 
 import numpy as np
+import pytest
 import yaml
 
 import arena_tf.layers as layers
@@ -64,3 +68,17 @@ def token_batch(config, batch=5, seed=1):
             ids[row, config.max_len - 7 * row:] = 0
         arrays.append(ids)
     return arrays
+
+
+@pytest.fixture(scope="session")
+def exported_linear(tmp_path_factory):
+    """(run directory, Keras model) of a linear-attention run with saved_model/, model.onnx and
+    model.fp16.onnx exported; read only."""
+    import keras
+
+    from export.to_onnx import export_onnx
+
+    keras.utils.set_random_seed(0)
+    run_dir, model = write_run_dir(tmp_path_factory.mktemp("exported-linear"), "linear")
+    export_onnx(run_dir, count=8)
+    return run_dir, model

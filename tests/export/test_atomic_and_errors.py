@@ -1,5 +1,7 @@
 """A new export replaces the previous one only when it is complete and passes its parity check;
-bad inputs give one clear line and a non-zero exit status, from the API and from the scripts."""
+each precision is judged on its own (FP32 always written, a refused reduced precision reported);
+bad inputs give one clear line (`error: what; expected ...; fix`) and exit status 2, a failed
+export exit status 1, from the API and from the scripts."""
 
 import json
 import pathlib
@@ -11,14 +13,17 @@ import pytest
 
 import keras
 
-from export import to_onnx, to_savedmodel
-from export.errors import ExportError, ParityError
+from export import context, to_onnx, to_savedmodel
+from export.errors import ExportUsageError, ParityError
 from export.metadata import read_metadata
 from export.parity import Thresholds
 from tests.export.conftest import write_run_dir
+from tests.one_line import assert_one_error_line
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FAILING = Thresholds(fp32_max_abs_diff=-1.0)  # no FP32 logits can pass
+STRICT = Thresholds(error_allowance=0.0)  # no reduced-precision logits can pass, FP32 can
+ERROR_LINE = re.compile(r"^error: [^;]+; expected [^;]+; .+$")
 
 
 def snapshot(directory):
@@ -34,14 +39,19 @@ def run_dir(tmp_path_factory):
     return directory
 
 
-def test_failed_parity_keeps_the_previous_saved_model_and_says_why(run_dir):
+def test_failed_fp32_parity_keeps_the_previous_saved_model_and_exits_1(run_dir, capsys,
+                                                                        monkeypatch):
     before = snapshot(run_dir / "saved_model")
     report_before = (run_dir / "saved_model.parity.json").read_text()
-    with pytest.raises(ParityError) as error:
-        to_savedmodel.export_savedmodel(run_dir, ["fp32"], count=8, thresholds=FAILING)
-    message = str(error.value)
-    assert "\n" not in message
-    assert message.startswith("saved_model failed its parity check: max |logit - keras fp32 logit|")
+    monkeypatch.setattr(context, "Thresholds", lambda: FAILING)
+    status = to_savedmodel.main([str(run_dir), "--precision", "fp32", "--examples", "8"])
+    captured = capsys.readouterr()
+    assert status == 1 and captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert ERROR_LINE.match(line)
+    assert line.startswith("error: saved_model not written: parity check failed (max |logit - "
+                           "keras fp32 logit| = ")
+    assert "; expected FP32 logits within the parity threshold" in line
     assert snapshot(run_dir / "saved_model") == before
     assert (run_dir / "saved_model.parity.json").read_text() == report_before
     failed = json.loads((run_dir / "saved_model.parity.failed.json").read_text())
@@ -51,21 +61,29 @@ def test_failed_parity_keeps_the_previous_saved_model_and_says_why(run_dir):
 
 def test_failed_parity_keeps_the_previous_onnx_model(run_dir):
     before = (run_dir / "model.onnx").read_bytes()
-    with pytest.raises(ParityError, match="model.onnx failed its parity check"):
+    with pytest.raises(ParityError, match="model.onnx not written: parity check failed"):
         to_onnx.export_onnx(run_dir, ["fp32"], count=8, thresholds=FAILING)
     assert (run_dir / "model.onnx").read_bytes() == before
     assert not list(run_dir.glob(".*"))
 
 
-def test_one_failing_precision_does_not_stop_the_others(run_dir):
-    strict = Thresholds(min_argmax_agreement=1.01)  # reduced precision cannot pass, FP32 can
-    with pytest.raises(ParityError) as error:
-        to_savedmodel.export_savedmodel(run_dir, count=8, thresholds=strict)
-    failures = str(error.value).split(" | ")
-    assert [f.split(" ")[0] for f in failures] == ["saved_model_bf16", "saved_model_fp16"]
-    assert list(error.value.published) == [run_dir / "saved_model"]
+def test_refused_reduced_precisions_do_not_stop_fp32(run_dir, capsys, monkeypatch):
+    monkeypatch.setattr(context, "Thresholds", lambda: STRICT)
+    status = to_savedmodel.main([str(run_dir), "--examples", "8"])
+    captured = capsys.readouterr()
+    assert status == 0
     assert not (run_dir / "saved_model_bf16").exists()
-    assert (run_dir / "saved_model_fp16.parity.failed.json").is_file()
+    failed = json.loads((run_dir / "saved_model_fp16.parity.failed.json").read_text())
+    assert not failed["passed"] and failed["error"]["expected_logit_error"] == 0.0
+    assert json.loads((run_dir / "saved_model.parity.json").read_text())["passed"]
+    (written,) = captured.out.splitlines()
+    assert written.startswith(f"{run_dir / 'saved_model'}: parity passed (max |diff| ")
+    refusals = captured.err.splitlines()
+    assert [line.split(" ")[1] for line in refusals] == ["saved_model_bf16", "saved_model_fp16"]
+    for line, name in zip(refusals, ["saved_model_bf16", "saved_model_fp16"]):
+        assert line.startswith(f"warning: {name} not written: parity check failed (median logit "
+                               "error vs keras fp32 = ")
+        assert line.endswith(f"details in {run_dir / name}.parity.failed.json")
 
 
 def test_crash_while_writing_keeps_the_previous_saved_model(run_dir, monkeypatch):
@@ -117,23 +135,52 @@ BAD_INPUTS = {
 
 @pytest.mark.parametrize("script", [to_savedmodel, to_onnx], ids=["to_savedmodel", "to_onnx"])
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
-def test_bad_input_is_one_error_line_and_a_failure_status(run_dir, tmp_path, capsys, script, case):
+def test_bad_input_is_one_error_line_and_exit_status_2(run_dir, tmp_path, capsys, script, case):
     make_path, pattern = BAD_INPUTS[case]
     status = script.main([str(make_path(run_dir, tmp_path))])
     captured = capsys.readouterr()
-    assert status != 0 and captured.out == ""
+    assert status == 2 and captured.out == ""
     (line,) = captured.err.splitlines()
-    assert line.startswith("error: ")
+    assert ERROR_LINE.match(line), line
     assert re.search(pattern, line)
 
 
-def test_bad_opset_is_one_clear_error(run_dir):
-    with pytest.raises(ExportError, match="opset 9 is not supported; expected 13 to"):
+BAD_ARGUMENTS = {
+    "precision": (to_savedmodel, ["--precision", "fp8"], "invalid choice: 'fp8'"),
+    "bf16 onnx": (to_onnx, ["--precision", "bf16"], "invalid choice: 'bf16'"),
+    "opset": (to_onnx, ["--opset", "9"], "opset 9 is not supported; expected 13 to"),
+    "examples": (to_savedmodel, ["--examples", "0"], "0 is not a positive integer"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ARGUMENTS))
+def test_bad_argument_is_one_error_line_and_exit_status_2(run_dir, capsys, case):
+    script, arguments, pattern = BAD_ARGUMENTS[case]
+    try:
+        status = script.main([str(run_dir), *arguments])
+    except SystemExit as exited:  # argparse's own errors exit from parse_args
+        status = exited.code
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert ERROR_LINE.match(line), line
+    assert pattern in line
+
+
+def test_debug_shows_the_traceback_of_a_usage_error(tmp_path):
+    with pytest.raises(ExportUsageError, match="does not exist"):
+        to_savedmodel.main([str(tmp_path / "missing"), "--debug"])
+
+
+def test_bad_opset_and_precision_are_usage_errors_of_the_api(run_dir):
+    with pytest.raises(ExportUsageError, match="opset 9 is not supported; expected 13 to"):
         to_onnx.export_onnx(run_dir, count=8, opset=9)
+    with pytest.raises(ExportUsageError, match="unknown precision 'fp8'; expected one of fp32"):
+        to_savedmodel.export_savedmodel(run_dir, ["fp8"], count=8)
 
 
 def test_read_metadata_of_something_else_is_one_clear_error(run_dir):
-    with pytest.raises(ExportError, match="neither a SavedModel directory nor an .onnx file"):
+    with pytest.raises(ExportUsageError, match="neither a SavedModel directory nor an .onnx file"):
         read_metadata(run_dir / "config.yaml")
 
 
@@ -149,9 +196,9 @@ def test_scripts_run_from_the_repository_root(tmp_path):
     assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
         str(run_dir / "saved_model"), str(run_dir / "model.fp16.onnx")]
     failed = run_script("export/to_savedmodel.py", str(tmp_path / "missing"))
-    assert failed.returncode == 1
+    assert failed.returncode == 2
     assert "Traceback" not in failed.stderr
-    assert failed.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert_one_error_line(failed.stderr, "does not exist; expected a run directory")
 
 
 def test_a_keras_file_without_config_exports_beside_it(run_dir, tmp_path):

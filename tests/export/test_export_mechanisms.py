@@ -8,6 +8,7 @@ the parity examples) against the Keras model loaded from model.keras.
 import json
 
 import numpy as np
+import onnx
 import onnxruntime
 import pytest
 import tensorflow as tf
@@ -54,17 +55,24 @@ def test_every_artifact_is_written_with_a_passing_parity_report(exported):
     assert not list(run_dir.glob(".*"))  # no temporary directories left behind
 
 
-def test_saved_model_signature_matches_keras(exported):
+def test_saved_model_signatures_match_keras(exported):
     run_dir, model, _ = exported
-    signature = tf.saved_model.load(str(run_dir / "saved_model")).signatures["serving_default"]
+    signatures = tf.saved_model.load(str(run_dir / "saved_model")).signatures
+    signature = signatures["serving_default"]
     specs = signature.structured_input_signature[1]
     names = [t.name.split(":")[0] for t in model.inputs]
     assert sorted(specs) == sorted(names)
-    assert all(s.dtype == tf.int32 and s.shape.as_list() == [None, LENGTH] for s in specs.values())
+    assert all(s.dtype == tf.int32 and s.shape.as_list() == [None, None] for s in specs.values())
     arrays = token_batch(model.get_layer("encoder").config)
     outputs = signature(**{k: tf.constant(v) for k, v in feeds(model, arrays).items()})
     assert list(outputs) == ["logits"] and outputs["logits"].dtype == tf.float32
     np.testing.assert_allclose(outputs["logits"].numpy(), keras_logits(model, arrays), atol=1e-4)
+    # int64 ids and a shorter input, padded inside with the padding id
+    short = [a[:, :LENGTH - 24] for a in arrays]
+    expected = keras_logits(model, [np.pad(a, [(0, 0), (0, 24)]) for a in short])
+    outputs = signatures["serving_int64"](**{k: tf.constant(v, tf.int64)
+                                             for k, v in feeds(model, short).items()})
+    np.testing.assert_allclose(outputs["logits"].numpy(), expected, atol=1e-4)
 
 
 @pytest.mark.parametrize("batch", [1, 7])
@@ -72,7 +80,7 @@ def test_onnx_fp32_matches_keras_at_any_batch_size(exported, batch):
     run_dir, model, _ = exported
     arrays = token_batch(model.get_layer("encoder").config, batch=batch)
     session, logits = onnx_logits(run_dir / "model.onnx", model, arrays)
-    assert [i.shape for i in session.get_inputs()] == [["batch", LENGTH]] * len(arrays)
+    assert [i.shape for i in session.get_inputs()] == [["batch", "length"]] * len(arrays)
     assert [(o.name, o.type) for o in session.get_outputs()] == [("logits", "tensor(float)")]
     np.testing.assert_allclose(logits, keras_logits(model, arrays), atol=1e-4)
 
@@ -84,9 +92,23 @@ def test_onnx_fp16_keeps_io_types_and_predicts_the_same_classes(exported):
     assert {i.type for i in session.get_inputs()} == {"tensor(int32)"}
     assert session.get_outputs()[0].type == "tensor(float)"
     reference = keras_logits(model, arrays)
-    assert np.mean(logits.argmax(-1) == reference.argmax(-1)) >= 0.99
-    assert np.abs(logits - reference).max() < 0.1  # float16 rounding, not a broken graph
-    assert reports["model.fp16.onnx"]["comparisons"]["keras_fp32"]["argmax_agreement"] >= 0.99
+    error = np.abs(logits - reference).max()
+    assert error < 0.1  # float16 rounding, not a broken graph
+    top_two = np.sort(reference, axis=-1)[:, -2:]
+    decided = top_two[:, 1] - top_two[:, 0] > 2 * error  # rounding cannot swap these classes
+    assert (logits.argmax(-1) == reference.argmax(-1))[decided].all()
+    assert reports["model.fp16.onnx"]["error"]["decided"]["flipped"] == 0
+
+
+@pytest.mark.parametrize("name", ["model.onnx", "model.fp16.onnx"])
+def test_onnx_files_pass_the_full_checker_and_take_shorter_inputs(exported, name):
+    run_dir, model, _ = exported
+    onnx.checker.check_model(onnx.load(str(run_dir / name)), full_check=True)
+    arrays = token_batch(model.get_layer("encoder").config, batch=2, seed=4)
+    short = [a[:, :LENGTH // 2] for a in arrays]
+    _, logits = onnx_logits(run_dir / name, model, short)
+    expected = keras_logits(model, [np.pad(a, [(0, 0), (0, LENGTH // 2)]) for a in short])
+    np.testing.assert_allclose(logits, expected, atol=1e-4 if name == "model.onnx" else 0.1)
 
 
 def test_metadata_describes_the_model_in_every_artifact(exported):
@@ -104,3 +126,6 @@ def test_metadata_describes_the_model_in_every_artifact(exported):
         assert metadata["parameters"] == model.count_params()
         assert metadata["source"] == str((run_dir / "model.keras").resolve())
         assert metadata["task"] == ("retrieval" if config.two_tower else "listops")
+        assert metadata["sequence_length"] == {
+            "min": 1, "max": LENGTH, "dynamic": True, "padding_id": 0,
+            "why": metadata["sequence_length"]["why"]}

@@ -3,11 +3,12 @@
 import numpy as np
 import onnx
 import onnxruntime
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.transformers import float16
 
 from export.onnx_fp16 import (beyond_fp16_nodes, convert_to_fp16, drop_duplicate_nodes,
-                              fold_cast_round_trips, integer_derived_nodes)
+                              fold_cast_round_trips, integer_derived_nodes, sort_topologically)
 
 LENGTH = 3000  # positions above 2048 are not integers in float16
 
@@ -108,3 +109,46 @@ def test_identical_nodes_inserted_twice_are_kept_once():
     graph = model([twice, twice], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])])
     onnx.checker.check_model(drop_duplicate_nodes(graph))
     assert len(graph.graph.node) == 1
+
+
+def layer_norm_like_model():
+    """y = h - GlobalAveragePool(h), h = x + bias: the pool is kept float32 in the FP16 graph."""
+    nodes = [
+        helper.make_node("Add", ["x", "bias"], ["h"], name="add"),
+        helper.make_node("GlobalAveragePool", ["h"], ["mean"], name="pool"),
+        helper.make_node("Sub", ["h", "mean"], ["y"], name="center"),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])],
+        initializer=[numpy_helper.from_array(np.ones((2, 3, 4), np.float32), "bias")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_the_fp16_graph_is_topologically_sorted_and_passes_the_full_checker():
+    # the converter appends the Casts around a blocked GlobalAveragePool after every other node
+    plain = float16.convert_float_to_float16(layer_norm_like_model(), keep_io_types=True,
+                                             op_block_list=["GlobalAveragePool"])
+    with pytest.raises(onnx.checker.ValidationError, match="topologically sorted"):
+        onnx.checker.check_model(plain, full_check=True)
+    converted = convert_to_fp16(layer_norm_like_model())
+    onnx.checker.check_model(converted, full_check=True)
+    x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)
+    h = x + 1
+    np.testing.assert_allclose(run(converted, x=x), h - h.mean(axis=(2,), keepdims=True),
+                               atol=2e-3)
+
+
+def test_sorting_keeps_a_valid_order_and_refuses_a_cycle():
+    nodes = [helper.make_node("Neg", ["b"], ["y"], name="second"),
+             helper.make_node("Abs", ["x"], ["a"], name="first_a"),
+             helper.make_node("Neg", ["a"], ["b"], name="first_b")]
+    graph = model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])])
+    sort_topologically(graph.graph)
+    assert [n.name for n in graph.graph.node] == ["first_a", "first_b", "second"]
+    onnx.checker.check_model(graph, full_check=True)
+    cycle = model([helper.make_node("Neg", ["b"], ["a"], name="p"),
+                   helper.make_node("Neg", ["a"], ["b"], name="q")],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])])
+    with pytest.raises(ValueError, match="cycle"):
+        sort_topologically(cycle.graph)

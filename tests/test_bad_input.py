@@ -54,6 +54,13 @@ CASES = {
         lambda tmp: ["arena_tf.benchmark", "report", "--layers", str(tmp / "a.json"), "--train",
                      str(tmp / "b.json"), "--output", str(tmp / "out.md")],
         "expected the JSON results of the benchmarks"),
+    "export-missing-run": Case(
+        "an export of a run directory that does not exist",
+        lambda tmp: ["export.to_savedmodel", str(tmp / "nope")],
+        "does not exist; expected a run directory holding model.keras"),
+    "export-bad-opset": Case(
+        "`--opset 99`", lambda tmp: ["export.to_onnx", str(tmp / "nope"), "--opset", "99"],
+        "opset 99 is not supported; expected 13 to 18"),
     "presets-unknown-task": Case(
         "an unknown task in `--tasks`",
         lambda tmp: ["arena_tf.presets", "measure", "--tasks", "nope", "--out", str(tmp)],

@@ -4,6 +4,11 @@ It owns the query / key / value projections, the split into heads, the padding m
 dropout and the output projection. A mechanism implements one method,
 `attend(q, k, v, mask, training)`, over [batch, heads, length, head_dim] tensors and a bool
 [batch, length] mask (True = real token), and returns [batch, heads, length, head_dim].
+
+Mixed precision: the layer's dtype policy (`dtype="mixed_float16"`, or the global policy when none
+is given) is passed to every inner layer, so q, k, v, the dropout and the output are in the compute
+dtype and the weights in the variable dtype (float32 under a mixed policy). Mechanisms compute softmaxes, kernel feature maps, normalisers
+and Sinkhorn iterations in float32 and return the compute dtype.
 """
 
 import keras
@@ -53,7 +58,9 @@ class Attention(keras.layers.Layer):
         self.attention_dropout = checks.probability(owner, "attention_dropout", attention_dropout)
         self.seed = checks.non_negative_int(owner, "seed", seed)
         self.use_bias = checks.boolean(owner, "use_bias", use_bias)
-        self.dropout = keras.layers.Dropout(self.attention_dropout, seed=self.seed)
+        self.dropout = keras.layers.Dropout(
+            self.attention_dropout, seed=self.seed, dtype=self.dtype_policy
+        )
         self.supports_masking = True
 
     # -- building -------------------------------------------------------------------------------
@@ -62,12 +69,16 @@ class Attention(keras.layers.Layer):
         width = input_shape[-1]
         inner = self.num_heads * self.head_dim
         for name in self.projections:
-            dense = keras.layers.Dense(inner, use_bias=self.use_bias, name=name)
+            dense = self._dense(inner, name)
             dense.build(input_shape)
             setattr(self, f"{name}_dense", dense)
-        self.output_dense = keras.layers.Dense(width, use_bias=self.use_bias, name="output")
+        self.output_dense = self._dense(width, "output")
         self.output_dense.build(tuple(input_shape[:-1]) + (inner,))
         self.build_mechanism(input_shape)
+
+    def _dense(self, units, name):
+        """A projection under the layer's own dtype policy (not the global one)."""
+        return keras.layers.Dense(units, use_bias=self.use_bias, name=name, dtype=self.dtype_policy)
 
     def build_mechanism(self, input_shape):
         """Create the mechanism's own weights (projections along length, random features...)."""

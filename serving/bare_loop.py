@@ -11,26 +11,30 @@ summary (as `bare_loop_latency_*_ms`) to `--out`. `python -m serving.bench --bar
 after each single-stream row, on that row's instances, and reports how the row's latencies compare.
 """
 
-import argparse
 import json
-import time
+import pathlib
+import sys
 
+from arena_tf import cli
 from arena_tf.files import write_json
 from serving import artifacts, runtimes
+from serving import clock as clocks
 from serving.metrics import latency_summary
+from serving.protocol import ProtocolError
 from serving.worker import ModelServer
 
 
-def time_predictions(runtime, metadata, instances):
-    """Seconds of each `predict` call on one instance at a time, after one untimed call."""
+def time_predictions(runtime, metadata, instances, clock=clocks.SYSTEM):
+    """Seconds (on `clock`) of each `predict` call on one instance at a time, after one untimed
+    call."""
     server = ModelServer(runtime, metadata)
     arrays = [server.to_arrays([instance]) for instance in instances]
     runtime.predict(arrays[0])
     seconds = []
     for inputs in arrays:
-        start = time.perf_counter()
+        start = clock.now()
         runtime.predict(inputs)
-        seconds.append(time.perf_counter() - start)
+        seconds.append(clock.now() - start)
     return seconds
 
 
@@ -43,8 +47,8 @@ def measure(artifact, runtime_name, precision, device, instances):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m serving.bare_loop",
-                                     description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(prog="python -m serving.bare_loop",
+                                description=__doc__.split("\n\n")[0])
     parser.add_argument("artifact", help="a SavedModel directory or an .onnx file")
     parser.add_argument("--runtime", required=True, choices=runtimes.available())
     parser.add_argument("--precision", default="fp32", choices=runtimes.PRECISIONS)
@@ -54,16 +58,35 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    with open(args.instances, "rb") as lines:
-        instances = [json.loads(line) for line in lines if line.strip()]
+def read_instances(path):
+    """The instances of a JSON-lines file; UsageError (exit 2) when it cannot give any."""
+    expected, fix = "one JSON instance per line", "pass the file the bench wrote"
+    try:
+        with open(path, "rb") as lines:
+            instances = [json.loads(line) for line in lines if line.strip()]
+    except OSError as error:
+        raise cli.UsageError(f"cannot read {path}: {error.strerror}", expected, fix) from None
+    except ValueError as error:
+        raise cli.UsageError(f"{path} is not JSON lines ({error})", expected, fix) from None
     if not instances:
-        raise SystemExit(f"python -m serving.bare_loop: error: {args.instances} holds no "
-                         "instances; expected one JSON instance per line")
+        raise cli.UsageError(f"{path} holds no instances", expected, fix)
+    return instances
+
+
+def run(args):
+    if not pathlib.Path(args.artifact).exists():
+        raise cli.UsageError(f"artifact {args.artifact} does not exist",
+                             "a SavedModel directory or an .onnx file", "check the path")
+    instances = read_instances(args.instances)
     write_json(args.out, measure(args.artifact, args.runtime, args.precision, args.device,
                                  instances))
 
 
+def main(argv=None):
+    args = parse_args(argv)
+    return cli.run_main(lambda: run(args), debug=args.debug, usage=(ProtocolError,),
+                        failures=(runtimes.Unsupported, OSError))
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,7 +1,7 @@
 """The inference bench: exported models x runtimes x precisions x scenarios -> one row each.
 
     python -m serving.bench runs/listops-performer --runtime tf,onnxruntime --precision fp32,bf16 \\
-        --scenario all --device cpu --out bench/
+        --scenario all --device cpu --out runs/serving/performer
     python -m serving.bench runs/listops-performer --command "python my_model.py" --name mine
 
 Each row starts the model in its own process (`python -m serving.worker ARTIFACT ...`, or any
@@ -9,14 +9,21 @@ Pentathlon-style `--command`), drives it over the stdio protocol (serving/protoc
 scenario (serving/scenarios.py) and records accuracy, throughput, latency (end to end, and inside
 the model process where it reports it), peak RSS and GPU memory, energy, parameters, size on disk
 and MOROCCO fitness. A combination that cannot run is an "unsupported" row; a model that answers
-with errors, crashes or hangs (killed after --timeout) is a "failed" row, and the next row runs.
+with errors, crashes or hangs (killed after --timeout) is a "failed" row; a model whose outputs are
+not predictions of the task (class ids out of range, logits of the wrong length, not numbers) is an
+"invalid" row, with no timings and out of the ratio tables; the next row runs either way.
 Results go to OUT/results.jsonl, results.csv, results.md (rewritten atomically after every row),
-radar and bubble charts (PNG), and the model processes' logs to OUT/logs/.
+radar and bubble charts (PNG), and the model processes' logs to OUT/logs/; OUT defaults to
+runs/serving/<run names>. The offline scenario's files go to OUT/work/, the only directory the
+worker may read and write on request (its --offline-dir).
 
-Exit status: 0 when every row ran or was unsupported, 1 when a row failed, 2 on bad arguments.
+Exit status: 0 when every row ran or was unsupported and at least one was measured; 1 when nothing
+was measured (every row unsupported, failed or invalid) or a row failed or was invalid; 2 on a
+user's mistake (bad arguments, a missing run directory, unknown names). Errors are one line on
+stderr, `error: <what>; expected <what>; <how to fix>` (`--debug` shows the traceback); progress
+goes to stdout.
 """
 
-import argparse
 import dataclasses
 import json
 import os
@@ -25,22 +32,31 @@ import shlex
 import subprocess
 import sys
 
+from arena_tf import cli
 from serving import artifacts, gpu, instances, loadgen, plots, report, runtimes, scenarios
 from serving.metrics import fitness, latency_summary
+from serving.outputs import InvalidOutputs
 from serving.protocol import ModelError, ModelProcess
 from serving.runner import Settings, run_scenario
 
 PROJECT_ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_GENERATED = 2000
+DEFAULT_OUT_ROOT = pathlib.Path("runs") / "serving"
+STATUSES = ("ok", "unsupported", "failed", "invalid")
 
 
-class BenchError(ValueError):
-    """Bad command-line input; printed as one line."""
+class BenchError(cli.UsageError):
+    """A user's mistake on the command line (exit 2): `BenchError(what, expected, fix)`."""
+
+
+class NothingMeasured(cli.RunError):
+    """The run itself measured nothing (exit 1)."""
 
 
 @dataclasses.dataclass
 class Target:
-    """One model under test in one configuration: how to start it, or why it cannot run."""
+    """One model under test in one configuration: how to start it, or why it cannot run. A worker
+    target (an exported artifact) gets --offline-dir when its row starts; a --command does not."""
 
     model: str
     runtime: str
@@ -55,6 +71,10 @@ class Target:
     def label(self):
         return f"{self.model} {self.runtime}/{self.precision}"
 
+    @property
+    def is_worker(self):
+        return self.runtime != "command"
+
 
 # -- arguments ----------------------------------------------------------------------------------
 
@@ -64,8 +84,9 @@ def names(text, allowed, option):
     items = [item.strip() for item in text.split(",") if item.strip()]
     unknown = [item for item in items if item not in allowed]
     if unknown or not items:
-        raise BenchError(f"{option} {text!r}: unknown {', '.join(unknown) or 'empty list'}; "
-                         f"expected a comma-separated list of {', '.join(allowed)}")
+        raise BenchError(f"{option} {text!r}: unknown {', '.join(unknown) or 'empty list'}",
+                         f"a comma-separated list of {', '.join(allowed)}",
+                         f"fix {option}")
     return items
 
 
@@ -76,15 +97,16 @@ def counts(items):
         name, _, value = item.partition("=")
         known = scenarios.available()
         if name not in known or not value.isdigit() or int(value) < 1:
-            raise BenchError(f"--count {item!r} is invalid; expected SCENARIO=N with N >= 1 and "
-                             f"SCENARIO one of {', '.join(known)}")
+            raise BenchError(f"--count {item!r} is invalid",
+                             f"SCENARIO=N with N >= 1 and SCENARIO one of {', '.join(known)}",
+                             "fix --count")
         out[name] = int(value)
     return out
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m serving.bench",
-                                     description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(prog="python -m serving.bench",
+                                description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dirs", nargs="*", metavar="RUN_DIR",
                         help="run directories holding exported artifacts (export/)")
     parser.add_argument("--runtime", default="tf,onnxruntime",
@@ -93,7 +115,7 @@ def parse_args(argv):
     parser.add_argument("--scenario", default="all",
                         help=f"all, or comma-separated: {', '.join(scenarios.available())}")
     parser.add_argument("--device", default="cpu", choices=runtimes.DEVICES)
-    parser.add_argument("--out", help="output directory (default RUN_DIR/bench for one run)")
+    parser.add_argument("--out", help=f"output directory (default {DEFAULT_OUT_ROOT}/<run names>)")
     parser.add_argument("--command", help="benchmark this Pentathlon-style stdio command instead "
                         "of the exported artifacts (instances from RUN_DIR or --task)")
     parser.add_argument("--name", help="the model's name in the report for --command")
@@ -133,17 +155,27 @@ def parse_args(argv):
     parser.add_argument("--bare-loop", action="store_true",
                         help="after each single-stream row, time the same instances in a bare "
                         "predict loop (serving/bare_loop.py) and report the row's latency over it")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bars (they show on a terminal only, on stdout)")
     return parser.parse_args(argv)
 
 
 def scenario_options(args):
     positive = {"--batch-size": args.batch_size, "--poisson-mean": args.poisson_mean,
                 "--server-max-batch": args.server_max_batch, "--server-trials": args.server_trials,
-                "--offline-batch-size": args.offline_batch_size, "--timeout": args.timeout}
-    bad = [f"{k}={v}" for k, v in positive.items() if v <= 0]
+                "--offline-batch-size": args.offline_batch_size, "--timeout": args.timeout,
+                "--startup-timeout": args.startup_timeout, "--server-p99-ms": args.server_p99_ms,
+                "--limit": args.limit, "--generated": args.generated, "--max-len": args.max_len,
+                "--server-rate": args.server_rate}
+    non_negative = {"--server-max-wait-ms": args.server_max_wait_ms,
+                    "--loadgen-min-ms": args.loadgen_min_ms}
+    bad = [f"{k}={v:g}" for k, v in positive.items() if v is not None and v <= 0]
     if bad:
-        raise BenchError(f"{', '.join(bad)}: expected a positive number")
+        raise BenchError(f"{', '.join(bad)} is not positive", "a positive number",
+                         "fix the value")
+    bad = [f"{k}={v:g}" for k, v in non_negative.items() if v < 0]
+    if bad:
+        raise BenchError(f"{', '.join(bad)} is negative", "zero or more", "fix the value")
     return scenarios.ScenarioOptions(
         seed=args.seed, batch_size=args.batch_size, poisson_mean=args.poisson_mean,
         counts=counts(args.count), limit=args.limit, server_max_batch=args.server_max_batch,
@@ -159,8 +191,10 @@ def scenario_names(args):
     if args.loadgen:
         try:
             loadgen.require()
-        except loadgen.LoadgenMissing as error:
-            raise BenchError(str(error)) from None
+        except loadgen.LoadgenMissing:
+            raise BenchError("--loadgen needs MLPerf LoadGen, which is not installed",
+                             "the mlperf_loadgen module",
+                             "pip install mlcommons-loadgen (the serving extra)") from None
         chosen += list(loadgen.SCENARIOS)
     return chosen
 
@@ -168,26 +202,55 @@ def scenario_names(args):
 def check_device(device):
     ok, reason = gpu.available() if device == "gpu" else (True, "")
     if not ok:
-        raise BenchError(f"--device gpu, but {reason}; run on a machine with an NVIDIA GPU or use "
-                         "--device cpu")
+        raise BenchError(f"--device gpu, but {' '.join(reason.split('; '))}",
+                         "a visible NVIDIA GPU with NVML",
+                         "run on a machine with an NVIDIA GPU or use --device cpu")
 
 
-def out_dir(args):
+def out_dir(args, targets):
+    """--out, or runs/serving/<the models' names> (relative to the current directory, as every
+    command's runs/); BenchError if it names a file."""
     if args.out:
-        return pathlib.Path(args.out)
-    if len(args.run_dirs) == 1:
-        return pathlib.Path(args.run_dirs[0]) / "bench"
-    raise BenchError("--out DIR is required with several run directories (or none)")
+        out = pathlib.Path(args.out)
+    else:
+        models = "+".join(dict.fromkeys(t.model for t in targets))
+        out = DEFAULT_OUT_ROOT / (plots.safe_name(models)[:100] or "bench")
+    if out.exists() and not out.is_dir():
+        raise BenchError(f"--out {out} is a file", "a directory for the results",
+                         "pass another --out")
+    return out
 
 
 # -- targets ------------------------------------------------------------------------------------
 
 
-def read_runs(run_dirs):
-    try:
-        return [artifacts.RunInfo.read(path) for path in run_dirs]
-    except FileNotFoundError as error:
-        raise BenchError(str(error)) from None
+def read_runs(run_dirs, need_artifacts):
+    """The run directories; BenchError for one that is missing, or (`need_artifacts`) that holds
+    no exported artifact at all."""
+    runs = []
+    for path in run_dirs:
+        if not pathlib.Path(path).is_dir():
+            what = "is not a directory" if pathlib.Path(path).exists() else "does not exist"
+            raise BenchError(f"run directory {path} {what}",
+                             "a directory written by python -m arena_tf.train and export/",
+                             "check the path")
+        try:
+            run = artifacts.RunInfo.read(path)
+        except (ValueError, OSError) as error:  # a broken config.yaml
+            raise BenchError(f"run directory {path} cannot be read: {one_line(error)}",
+                             "a config.yaml written by python -m arena_tf.train",
+                             "fix or remove the file") from None
+        if need_artifacts and not any((run.path / n).exists() for n in artifacts.ARTIFACT_NAMES):
+            raise BenchError(f"run directory {path} holds no exported model",
+                             f"one of {', '.join(artifacts.ARTIFACT_NAMES)} in it",
+                             f"export it first: python export/to_savedmodel.py {path} "
+                             f"(and export/to_onnx.py)")
+        if not need_artifacts and not (run.metadata.get("task") or run.task_config.get("name")):
+            raise BenchError(f"run directory {path} names no task",
+                             "an exported artifact's metadata or a config.yaml naming the task",
+                             "pass a run directory written by arena_tf.train, or --task")
+        runs.append(run)
+    return runs
 
 
 def artifact_targets(run, runtime_names, precisions, args):
@@ -216,8 +279,9 @@ def task_metadata(name, max_len=None):
 
     try:
         cls = tasks.lookup(name)
-    except ValueError as error:
-        raise BenchError(f"--task: {error}") from None
+    except ValueError:
+        raise BenchError(f"--task {name!r} is unknown", f"one of {', '.join(tasks.available())}",
+                         "fix --task") from None
     return {"task": name, "max_len": max_len or cls.max_len, "vocab_size": cls.vocab_size,
             "num_inputs": cls.num_inputs, "padding_id": cls.padding_id,
             "num_classes": cls.num_classes}
@@ -228,11 +292,14 @@ def command_targets(runs, args):
     try:
         command = shlex.split(args.command)
     except ValueError as error:
-        raise BenchError(f"--command {args.command!r} cannot be parsed: {error}") from None
+        raise BenchError(f"--command {args.command!r} cannot be parsed: {error}",
+                         "a shell-style command line", "fix the quoting") from None
     if not command:
-        raise BenchError("--command is empty; expected the command that starts the model")
+        raise BenchError("--command is empty", "the command that starts the model",
+                         "pass --command \"python my_model.py\"")
     if not runs and not args.task:
-        raise BenchError("--command needs a RUN_DIR or --task to know which instances to send")
+        raise BenchError("--command needs a RUN_DIR or --task to know which instances to send",
+                         "a run directory or --task NAME", "add one of them")
     sources = [(run.name, run.metadata, run.task_config) for run in runs] or [
         (args.task, task_metadata(args.task, args.max_len), {"name": args.task})]
     return [Target(args.name or name, "command", "-", metadata, task_config, command=command,
@@ -240,11 +307,12 @@ def command_targets(runs, args):
 
 
 def all_targets(args):
-    runs = read_runs(args.run_dirs)
+    runs = read_runs(args.run_dirs, need_artifacts=not args.command)
     if args.command:
         return command_targets(runs, args)
     if not runs:
-        raise BenchError("no RUN_DIR given; expected one or more run directories, or --command")
+        raise BenchError("no RUN_DIR given", "one or more run directories, or --command",
+                         "python -m serving.bench runs/<run>")
     runtime_names = names(args.runtime, runtimes.available(), "--runtime")
     precisions = names(args.precision, runtimes.PRECISIONS, "--precision")
     return [t for run in runs for t in artifact_targets(run, runtime_names, precisions, args)]
@@ -345,6 +413,8 @@ def execute(target, name, pool, options, settings, process, log_dir):
     except ModelError as error:
         status = "unsupported" if error.kind == "unsupported" else "failed"
         return {}, status, [str(error) + ("; killed" if error.kind == "timeout" else "")]
+    except InvalidOutputs as error:  # answered, but not with predictions of the task: no timings
+        return {}, "invalid", [str(error)]
     except Exception as error:  # a bad answer or a bench-side failure: this row only
         return {}, "failed", [f"{type(error).__name__}: {error}"]
     finally:
@@ -361,7 +431,9 @@ def run_row(target, name, pool, pool_error, options, settings, out):
     row_id = plots.safe_name(f"{target.model}-{target.runtime}-{target.precision}-{name}")
     log, report_path = out / "logs" / f"{row_id}.log", out / "logs" / f"{row_id}.worker.json"
     report_path.unlink(missing_ok=True)
-    process = ModelProcess(target.command, worker_env(settings.device, report_path), log)
+    command = target.command + (["--offline-dir", str(settings.work_dir)]
+                                if target.is_worker and settings.work_dir else [])
+    process = ModelProcess(command, worker_env(settings.device, report_path), log)
     fields, status, reasons = execute(target, name, pool, options, settings, process,
                                       out / "logs" / row_id)
     worker = read_json(report_path)
@@ -436,41 +508,87 @@ def report_notes(rows, settings):
             "stdio protocol; in-model latency is measured inside the model process"]
 
 
+def one_line(text, limit=200):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def nothing_to_run(targets):
+    """NothingMeasured when no target can run here (known before any process starts or anything
+    is written)."""
+    reasons = list(dict.fromkeys(f"{t.runtime}/{t.precision}: {one_line(t.unsupported, 120)}"
+                                 for t in targets))
+    more = f" and {len(reasons) - 3} more" if len(reasons) > 3 else ""
+    return NothingMeasured(
+        f"nothing to measure: every one of the {len(targets)} runtime/precision combinations is "
+        f"unsupported here ({' | '.join(reasons[:3])}{more})",
+        "at least one combination this machine can run",
+        f"pick others with --runtime ({', '.join(runtimes.available())}) and --precision "
+        f"({', '.join(runtimes.PRECISIONS)}), or export the missing artifacts")
+
+
+def outcome(rows, out):
+    """None when something was measured and no row failed; the RunError to raise otherwise."""
+    count = {status: sum(r["status"] == status for r in rows) for status in STATUSES}
+    tally = ", ".join(f"{n} {status}" for status, n in count.items() if n and status != "ok")
+    first = next((r for r in rows if r["status"] in ("failed", "invalid")), rows[0])
+    example = (f"{first['model']} {first['runtime']}/{first['precision']} {first['scenario']}: "
+               f"{one_line(first['note'])}")
+    where = f"see {out}/results.md and the model logs in {out}/logs"
+    if not count["ok"]:
+        return NothingMeasured(f"nothing was measured: {tally} of {len(rows)} rows (first: "
+                               f"{example})", "at least one row that runs with valid outputs",
+                               where)
+    if count["failed"] or count["invalid"]:
+        return cli.RunError(f"{tally} of {len(rows)} rows (first: {example})",
+                            "every row to run with valid outputs or be unsupported", where)
+    return None
+
+
 def run(args):
     chosen = scenario_names(args)
     options = scenario_options(args)
     check_device(args.device)
     targets = all_targets(args)
-    out = out_dir(args)
+    out = out_dir(args, targets)
+    if all(t.unsupported for t in targets):
+        raise nothing_to_run(targets)
     (out / "logs").mkdir(parents=True, exist_ok=True)
+    work_dir = (out / "work").resolve()  # the worker's --offline-dir: offline files only here
+    work_dir.mkdir(exist_ok=True)
     settings = Settings(device=args.device, timeout=args.timeout,
-                        startup_timeout=args.startup_timeout, work_dir=out / "logs",
+                        startup_timeout=args.startup_timeout, work_dir=work_dir,
                         progress=not args.quiet, bare_loop=args.bare_loop)
     size, pools, rows = generated_size(args, options, chosen), {}, []
     total = len(targets) * len(chosen)
-    for target in targets:
-        pool, pool_error = load_pool(target, args, size, pools)
-        for name in chosen:
-            rows.append(run_row(target, name, pool, pool_error, options, settings, out))
-            print(summary_line(len(rows), total, rows[-1]), file=sys.stderr, flush=True)
-            report.write_all(rows, out, report_notes(rows, settings))
+    try:
+        for target in targets:
+            pool, pool_error = load_pool(target, args, size, pools)
+            for name in chosen:
+                rows.append(run_row(target, name, pool, pool_error, options, settings, out))
+                print(summary_line(len(rows), total, rows[-1]), flush=True)
+                report.write_all(rows, out, report_notes(rows, settings))
+    finally:
+        try:
+            work_dir.rmdir()  # empty after every row; kept (for a look) if a file was left
+        except OSError:
+            pass
     paths, notes = plots.write_all(rows, out)
     report.write_all(rows, out, report_notes(rows, settings) + notes)
     for note in notes:
-        print(note, file=sys.stderr)
-    print(f"wrote {out}/results.jsonl, results.csv, results.md and {len(paths)} plots",
-          file=sys.stderr)
-    return 1 if any(row["status"] == "failed" for row in rows) else 0
+        print(note)
+    print(f"wrote {out}/results.jsonl, results.csv, results.md and {len(paths)} plots", flush=True)
+    error = outcome(rows, out)
+    if error:
+        raise error
+    return 0
 
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        return run(args)
-    except BenchError as error:
-        print(f"python -m serving.bench: error: {error}", file=sys.stderr)
-        return 2
+    return cli.run_main(lambda: run(args), debug=args.debug, failures=(OSError,))
 
 
 if __name__ == "__main__":
+    cli.quiet_tensorflow()  # before the instance pool imports TensorFlow
     sys.exit(main())

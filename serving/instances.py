@@ -4,6 +4,7 @@
     pool.source            # 'listops test split, 2000 instances' or 'generated tokens (...)'
     pool.fragments[i]      # instance i as JSON bytes, encoded once before any timing
     pool.labels            # int array, or None for generated tokens
+    pool.num_classes       # the task's label set, [0, num_classes), that outputs are checked against
 
 Every scenario draws from the same pool with fixed seeds, so every model sees the same instances in
 the same order.
@@ -19,23 +20,25 @@ KINDS = ("auto", "test", "generated")
 
 @dataclasses.dataclass
 class Instances:
-    """A pool of encoded instances, their labels (None when unknown) and where they came from."""
+    """A pool of encoded instances, their labels (None when unknown), where they came from and the
+    number of classes of their task (None when unknown)."""
 
     fragments: list
     labels: object
     source: str
+    num_classes: int = None
 
     def __len__(self):
         return len(self.fragments)
 
     @classmethod
-    def from_tokens(cls, tokens, labels, source):
+    def from_tokens(cls, tokens, labels, source, num_classes=None):
         """From int tokens [n, num_inputs, max_len]: one input is sent as a list of ids, two as a
         list of two lists (the protocol's instance format)."""
         single = tokens.shape[1] == 1
         fragments = [json.dumps(row[0].tolist() if single else row.tolist(),
                                 separators=(",", ":")).encode() for row in tokens]
-        return cls(fragments=fragments, labels=labels, source=source)
+        return cls(fragments=fragments, labels=labels, source=source, num_classes=num_classes)
 
 
 def load(metadata, task_config=None, kind="auto", data_dir=None, generated_count=2000, seed=0):
@@ -43,7 +46,28 @@ def load(metadata, task_config=None, kind="auto", data_dir=None, generated_count
 
     kind "test": the task's test split (errors propagate); "generated": random tokens; "auto": the
     test split where it can be read, otherwise generated tokens, with the reason in `source`.
+    The pool's `num_classes` is the metadata's, else that of the task's class.
     """
+    pool = _load(metadata, task_config, kind, data_dir, generated_count, seed)
+    pool.num_classes = label_count(metadata, task_config)
+    return pool
+
+
+def label_count(metadata, task_config=None):
+    """The number of classes of a model's task: its metadata's num_classes, else its task class's;
+    None when neither says."""
+    if metadata.get("num_classes"):
+        return int(metadata["num_classes"])
+    name = metadata.get("task") or (task_config or {}).get("name")
+    try:
+        from arena_tf import tasks
+
+        return tasks.lookup(name).num_classes if name else None
+    except (ImportError, ValueError):
+        return None
+
+
+def _load(metadata, task_config, kind, data_dir, generated_count, seed):
     if kind not in KINDS:
         raise ValueError(f"unknown instances kind {kind!r}; expected one of {', '.join(KINDS)}")
     if kind == "generated":

@@ -14,9 +14,9 @@ import json
 import pathlib
 import queue
 import threading
-import time
 
-from serving import metrics
+from serving import clock as clocks
+from serving import metrics, outputs
 from serving.runner import Window, send, warm_up
 
 SCENARIOS = {"loadgen_single_stream": "SingleStream", "loadgen_server": "Server",
@@ -43,13 +43,17 @@ def require():
 
 class Batcher(threading.Thread):
     """Takes LoadGen samples from a queue, sends them in batches of at most `max_batch` (waiting at
-    most `max_wait` s for a batch to fill) and completes them. A model failure is kept in `error`
-    and later samples are completed unanswered, so LoadGen never waits forever."""
+    most `max_wait` s on `clock` for a batch to fill) and completes them. Answers are checked
+    against the task's label set (serving/outputs.py). A model failure or invalid answer is kept in
+    `error` and later samples are completed unanswered, so LoadGen never waits forever. (LoadGen
+    issues queries on the real clock; the wait for more samples blocks on the queue for what the
+    clock says is left.)"""
 
-    def __init__(self, lg, process, pool, max_batch, max_wait, timeout):
+    def __init__(self, lg, process, pool, max_batch, max_wait, timeout, clock=clocks.SYSTEM):
         super().__init__(daemon=True)
         self.lg, self.process, self.pool = lg, process, pool
         self.max_batch, self.max_wait, self.timeout = max_batch, max_wait, timeout
+        self.clock = clock
         self.queue = queue.Queue()
         self.error = None
 
@@ -58,10 +62,12 @@ class Batcher(threading.Thread):
             first = self.queue.get()
             if first is None:
                 return
-            batch = [first] + self.fill(time.perf_counter() + self.max_wait)
+            batch = [first] + self.fill(self.clock.now() + self.max_wait)
             if self.error is None:
                 try:
-                    send(self.process, self.pool, [s.index for s in batch], self.timeout)
+                    answer, _ = send(self.process, self.pool, [s.index for s in batch],
+                                     self.timeout, self.clock)
+                    outputs.predictions(answer, self.pool.num_classes)
                 except Exception as error:  # kept and reported as the row's failure
                     self.error = error
             self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(s.id, 0, 0) for s in batch])
@@ -70,7 +76,7 @@ class Batcher(threading.Thread):
         more = []
         while len(more) + 1 < self.max_batch:
             try:
-                item = self.queue.get(timeout=max(0.0, deadline - time.perf_counter()))
+                item = self.queue.get(timeout=max(0.0, deadline - self.clock.now()))
             except queue.Empty:
                 break
             if item is None:
@@ -131,9 +137,10 @@ def run(name, process, pool, options, settings, log_dir):
                  "loadgen_offline": options.batch_size}[name]
     probe = list(range(min(max_batch, len(pool))))
     warm_up(process, pool, probe, settings)
-    capacity = len(probe) / send(process, pool, probe, settings.timeout)[1]
+    capacity = len(probe) / max(send(process, pool, probe, settings.timeout, settings.clock)[1],
+                                1e-9)
     batcher = Batcher(lg, process, pool, max_batch, options.server_max_wait_ms / 1e3
-                      if name == "loadgen_server" else 0.0, settings.timeout)
+                      if name == "loadgen_server" else 0.0, settings.timeout, settings.clock)
     batcher.start()
     sut = lg.ConstructSUT(lambda samples: [batcher.queue.put(s) for s in samples], lambda: None)
     qsl = lg.ConstructQSL(len(pool), min(len(pool), 1024), lambda s: None, lambda s: None)
@@ -142,7 +149,7 @@ def run(name, process, pool, options, settings, log_dir):
     log_settings.log_output.outdir = str(log_dir)
     log_settings.log_output.copy_summary_to_stdout = False
     try:
-        with Window(settings.device, process.pid) as window:
+        with Window(settings.device, process.pid, settings.clock) as window:
             lg.StartTestWithLogSettings(sut, qsl, settings_for(lg, name, options, capacity),
                                         log_settings)
     finally:

@@ -3,6 +3,8 @@
     report.write_all(rows, "bench/")   # bench/results.jsonl, results.csv, results.md
 
 Rows are flat dicts (see serving/bench.py); nested values (server trials) are JSON in the CSV.
+Every row is listed with its status (ok, unsupported, failed, invalid); only "ok" rows enter the
+throughput ratio table (an invalid row's outputs were not predictions: nothing to compare).
 """
 
 import csv

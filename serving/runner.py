@@ -3,8 +3,13 @@
 Every scenario sends one untimed warm-up batch first; its answer means the model is loaded and
 ready, and timing starts after it. A measurement window (wall clock, energy, peak GPU memory of
 the model process) covers only the timed part. Request lines are joined from instances encoded
-before timing, and outputs are turned into predictions after it, so the bench adds as little as
-it can to what it measures.
+before timing, and outputs are checked and turned into predictions after it, so the bench adds as
+little as it can to what it measures. Outputs that are not predictions of the task (a class id out
+of range, logits of the wrong length, ...) raise `InvalidOutputs` (serving/outputs.py): the row is
+invalid, not a timed success.
+
+Every wait and every duration reads `settings.clock` (serving/clock.py; the real clock unless a
+test gives another), so the scheduling of the server scenario can be checked on simulated time.
 
     result = run_scenario(process, pool, scenario, schedule, settings)   # a dict of row fields
 """
@@ -13,44 +18,68 @@ import collections
 import dataclasses
 import json
 import pathlib
+import sys
+import tempfile
 import time
 
 import numpy as np
 
+from serving import clock as clocks
 from serving import energy, gpu, metrics
+from serving import outputs as checks
 from serving.protocol import ModelError, batch_line
 
 
 @dataclasses.dataclass
 class Settings:
     """How rows run: the device, per-answer timeout, the first answer's timeout (model loading),
-    where the offline files go, whether to show progress bars, and whether to compare single-stream
-    rows with a bare predict loop."""
+    where the offline files go (None: a temporary directory; the bench gives the work directory it
+    created, which is also the worker's --offline-dir), whether to show progress bars, whether to
+    compare single-stream rows with a bare predict loop, and the clock to schedule and time by."""
 
     device: str = "cpu"
     timeout: float = 120.0
     startup_timeout: float = 600.0
-    work_dir: pathlib.Path = pathlib.Path(".")
+    work_dir: pathlib.Path = None
     progress: bool = True
     bare_loop: bool = False
+    clock: object = clocks.SYSTEM
 
 
 class Window:
-    """The timed part of a row: elapsed seconds, energy and peak GPU memory of process `pid`."""
+    """The timed part of a row: elapsed seconds (on `clock`), energy and peak GPU memory of
+    process `pid`."""
 
-    def __init__(self, device, pid):
+    def __init__(self, device, pid, clock=clocks.SYSTEM):
         self.device = device
         self.pid = pid
+        self.clock = clock
+        self.seconds = None
         self.meter = energy.EnergyMeter(device)  # opening sources can be slow: not in the window
 
-    def start(self):
+    def arm(self):
+        """Start the meters (codecarbon takes seconds to start: never inside the timed part)."""
         self.meter.start()
         self.sampler = gpu.MemorySampler(self.pid).start() if self.device == "gpu" else None
-        self.started = time.perf_counter()
+        return self
+
+    def begin(self):
+        """The timed part starts now."""
+        self.started = self.clock.now()
+        return self
+
+    def start(self):
+        return self.arm().begin()
+
+    def end(self):
+        """The timed part ends now; the meters run on until `stop()`."""
+        self.seconds = self.clock.now() - self.started
         return self
 
     def stop(self):
-        self.seconds = time.perf_counter() - self.started
+        """End the timed part (unless `end()` did) and read the meters into `fields`."""
+        if self.seconds is None:
+            self.end()
         self.energy = self.meter.stop()
         peak, note = self.sampler.stop() if self.sampler else (None, "device cpu: no GPU memory")
         self.fields = {
@@ -62,37 +91,56 @@ class Window:
             "peak_gpu_note": note,
         }
 
+    def abandon(self):
+        """Stop the meters of a window that will not be used (the row failed), quietly."""
+        if getattr(self, "sampler", False) is False or hasattr(self, "fields"):
+            return  # never armed, or already stopped
+        self.fields = {}
+        for stop in (self.meter.stop, self.sampler.stop if self.sampler else None):
+            try:
+                stop and stop()
+            except Exception:  # the row's own error is the one to report
+                pass
+
     def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc):
         if exc[0] is None:
             self.stop()
+        else:
+            self.abandon()
         return False
 
 
 def progress_bar(settings, total, label):
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=label, unit="batch", disable=not settings.progress,
-                mininterval=0.5, leave=False)
+    # On stdout (stderr is for the one error line); shown only on a terminal (disable=None).
+    return tqdm(total=total, desc=label, unit="batch", disable=None if settings.progress else True,
+                mininterval=0.5, leave=False, file=sys.stdout)
 
 
-def send(process, pool, indices, timeout):
+def send(process, pool, indices, timeout, clock=clocks.SYSTEM):
     """One batch round trip: (outputs, seconds from sending the line to reading the answer)."""
     line = batch_line([pool.fragments[i] for i in indices])
-    start = time.perf_counter()
+    start = clock.now()
     outputs = process.request(line, len(indices), timeout)
-    return outputs, time.perf_counter() - start
+    return outputs, clock.now() - start
 
 
 def warm_up(process, pool, indices, settings):
-    """The untimed first batch; its answer means the model is ready. Returns its seconds."""
-    return send(process, pool, indices, settings.startup_timeout)[1]
+    """The untimed first batch; its answer means the model is ready (and its outputs must be
+    valid). Returns its seconds."""
+    answer, seconds = send(process, pool, indices, settings.startup_timeout, settings.clock)
+    checks.predictions(answer, pool.num_classes)
+    return seconds
 
 
 def accuracy_fields(pool, indices, outputs):
-    predictions = [metrics.predicted_class(o) for o in outputs]
+    """{"accuracy"} of `outputs` against the pool's labels; InvalidOutputs when any output is not a
+    prediction of the task's label set."""
+    predictions = checks.predictions(outputs, pool.num_classes)
     labels = None if pool.labels is None else pool.labels[np.asarray(indices, dtype=int)]
     return {"accuracy": metrics.accuracy(predictions, labels)}
 
@@ -102,9 +150,9 @@ def run_online(process, pool, scenario, schedule, settings, label=""):
     warm_up(process, pool, schedule.batches[0], settings)
     outputs, batch_seconds = [], []
     with progress_bar(settings, len(schedule.batches), label) as bar, \
-            Window(settings.device, process.pid) as window:
+            Window(settings.device, process.pid, settings.clock) as window:
         for batch in schedule.batches:
-            answer, seconds = send(process, pool, batch, settings.timeout)
+            answer, seconds = send(process, pool, batch, settings.timeout, settings.clock)
             outputs += answer
             batch_seconds.append(seconds)
             bar.update()
@@ -120,20 +168,42 @@ def run_online(process, pool, scenario, schedule, settings, label=""):
 
 
 def run_offline(process, pool, scenario, schedule, settings, label=""):
-    """Offline: the file handshake; throughput from "ready" to "predicted"."""
+    """Offline: the file handshake; throughput from "ready" to "predicted". The energy meters start
+    before the request and stop after "written" (starting and stopping them takes time that would
+    otherwise delay reading the next status), so the energy also covers the model reading its
+    input file and writing its outputs."""
+    if settings.work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="serving-offline-") as work_dir:
+            return run_offline(process, pool, scenario, schedule,
+                               dataclasses.replace(settings, work_dir=pathlib.Path(work_dir)), label)
     indices = schedule.indices
     warm_up(process, pool, indices[:32], settings)
     stamp = f"{process.pid}-{time.time_ns()}"
-    inputs = settings.work_dir / f"offline-{stamp}.in.jsonl"
-    outputs_file = settings.work_dir / f"offline-{stamp}.out.jsonl"
+    work_dir = pathlib.Path(settings.work_dir).resolve()
+    inputs = work_dir / f"offline-{stamp}.in.jsonl"
+    outputs_file = work_dir / f"offline-{stamp}.out.jsonl"
     inputs.write_bytes(b"".join(pool.fragments[i] + b"\n" for i in indices))
-    window = Window(settings.device, process.pid)
-    times = process.offline(inputs, outputs_file, settings.timeout,
-                            on_status={"ready": window.start, "predicted": window.stop})
-    outputs = read_outputs(outputs_file, len(indices))
-    for path in (inputs, outputs_file):
-        path.unlink(missing_ok=True)
-    seconds = times["predicted"] - times["ready"]  # as read by the bench, not after the meters
+    window = Window(settings.device, process.pid, settings.clock)
+    window.arm()  # before the request: "ready" -> "predicted" must not wait for the meters to start
+    times = {}  # the meters stop after "written": stopping takes time too
+
+    def at(status, then=lambda: None):
+        def mark():
+            times[status] = settings.clock.now()  # as read by the bench, not after the meters
+            then()
+        return mark
+
+    try:
+        process.offline(inputs, outputs_file, settings.timeout, on_status={
+            "ready": at("ready", window.begin), "predicted": at("predicted", window.end),
+            "written": at("written")})
+        window.stop()
+        outputs = read_outputs(outputs_file, len(indices))
+    finally:
+        window.abandon()  # when the handshake failed before "predicted"; a no-op after it
+        for path in (inputs, outputs_file):
+            path.unlink(missing_ok=True)
+    seconds = times["predicted"] - times["ready"]
     return {
         **window.fields,
         "seconds": seconds,
@@ -156,31 +226,32 @@ def read_outputs(path, count):
     return outputs
 
 
-def serve_arrivals(process, pool, indices, arrivals, max_batch, max_wait, timeout):
+def serve_arrivals(process, pool, indices, arrivals, max_batch, max_wait, timeout,
+                   clock=clocks.SYSTEM):
     """Queries arrive at `arrivals` (s from start); a dynamic batcher sends what is queued once it
     holds `max_batch` queries, its oldest query has waited `max_wait` s, or no query is left to
     come. Returns per-query latency (arrival to answer, queueing included), per-batch seconds and
-    sizes, and outputs in query order."""
+    sizes, and outputs in query order. Waiting and timing use `clock` (now() and sleep())."""
     count = len(arrivals)
     latency, outputs = np.zeros(count), [None] * count
     batch_seconds, sizes, queue = [], [], collections.deque()
     arrived = done = 0
-    start = time.perf_counter()
+    start = clock.now()
     while done < count:
-        now = time.perf_counter() - start
+        now = clock.now() - start
         while arrived < count and arrivals[arrived] <= now:
             queue.append(arrived)
             arrived += 1
         if not queue:
-            time.sleep(max(0.0, arrivals[arrived] - now))
+            clock.sleep(max(0.0, arrivals[arrived] - now))
             continue
         dispatch_at = arrivals[queue[0]] + max_wait
         if len(queue) < max_batch and now < dispatch_at and arrived < count:
-            time.sleep(max(0.0, min(dispatch_at, arrivals[arrived]) - now))
+            clock.sleep(max(0.0, min(dispatch_at, arrivals[arrived]) - now))
             continue
         taken = [queue.popleft() for _ in range(min(max_batch, len(queue)))]
-        answer, seconds = send(process, pool, [indices[q] for q in taken], timeout)
-        finished = time.perf_counter() - start
+        answer, seconds = send(process, pool, [indices[q] for q in taken], timeout, clock)
+        finished = clock.now() - start
         for query, output in zip(taken, answer):
             latency[query] = finished - arrivals[query]
             outputs[query] = output
@@ -217,17 +288,17 @@ def run_server(process, pool, scenario, schedule, settings, label=""):
     bound = options.server_p99_ms / 1e3
     probe = schedule.indices[:max_batch]
     warm_up(process, pool, probe, settings)
-    start_rate = options.server_start_rate or 0.5 * len(probe) / send(
-        process, pool, probe, settings.timeout)[1]
+    start_rate = options.server_start_rate or 0.5 * len(probe) / max(send(
+        process, pool, probe, settings.timeout, settings.clock)[1], 1e-9)
     indices = schedule.indices
     sent = [2]  # batches the worker has seen: warm-up and probe
 
     def trial(rate):
         with progress_bar(settings, None, f"{label} {rate:.1f}/s") as bar, \
-                Window(settings.device, process.pid) as window:
+                Window(settings.device, process.pid, settings.clock) as window:
             latency, seconds, sizes, outputs = serve_arrivals(
                 process, pool, indices, scenario.arrivals(rate, len(indices)), max_batch,
-                max_wait, settings.timeout)
+                max_wait, settings.timeout, settings.clock)
             bar.update(len(seconds))
         p99 = metrics.nearest_rank(latency, 99)
         result = {"rate": rate, "passed": p99 <= bound, "p99_ms": p99 * 1e3,

@@ -4,15 +4,22 @@
 
 MODE: answer (class id = sum of the tokens mod 10, with a line of log noise first; offline
 handshake too), error (an error line for every request), crash (exits with code 3 at the first
-request), hang (never answers).
+request), hang (never answers); out_of_range and short_logits answer like `answer`, one output per
+instance, but with nonsense for a 10-class task: class id 10 + the sum, or two logits.
 """
 
 import json
 import sys
 import time
 
+MODE = "answer"
+
 
 def classify(instance):
+    if MODE == "out_of_range":
+        return 10 + sum(instance)
+    if MODE == "short_logits":
+        return [0.5, -0.5]
     return sum(instance) % 10
 
 
@@ -23,7 +30,7 @@ def offline(request):
     outputs = [classify(instance) for instance in instances]
     say({"status": "predicted"})
     with open(request["output_file"], "w") as out:
-        out.writelines(f"{output}\n" for output in outputs)
+        out.writelines(json.dumps(output) + "\n" for output in outputs)
     say({"status": "written"})
 
 
@@ -41,6 +48,8 @@ def answer(request):
 
 
 def main(mode):
+    global MODE
+    MODE = mode
     for line in sys.stdin:
         if mode == "crash":
             print("fake model crashed", file=sys.stderr, flush=True)

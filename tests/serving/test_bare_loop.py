@@ -6,27 +6,34 @@ import numpy as np
 import pytest
 
 from serving import bare_loop
+from tests.one_line import assert_one_error_line
 
 from .conftest import MAX_LEN
+from .fake_clock import FakeClock
 from .test_bench import SMALL, run_bench
 
 
 class CountingRuntime:
-    """Records each predict call's batch."""
+    """Records each predict call's batch; each call takes `seconds` on `clock` (if given)."""
 
-    def __init__(self):
+    def __init__(self, clock=None, seconds=0.0):
         self.batches = []
+        self.clock, self.seconds = clock, seconds
 
     def predict(self, inputs):
         self.batches.append(inputs[0].copy())
+        if self.clock:
+            self.clock.work(self.seconds * len(self.batches))
         return np.zeros((len(inputs[0]), 2), np.float32)
 
 
 def test_every_instance_is_timed_once_alone_after_one_untimed_call():
-    runtime = CountingRuntime()
+    clock = FakeClock()
+    runtime = CountingRuntime(clock, seconds=0.125)  # call n takes n / 8 s
     instances = [[i] * 4 for i in range(1, 6)]
-    seconds = bare_loop.time_predictions(runtime, {"max_len": 4, "vocab_size": 10}, instances)
-    assert len(seconds) == 5 and all(s > 0 for s in seconds)
+    seconds = bare_loop.time_predictions(runtime, {"max_len": 4, "vocab_size": 10}, instances,
+                                         clock=clock)
+    assert seconds == [0.25, 0.375, 0.5, 0.625, 0.75]  # calls 2 to 6; call 1 was the warm-up
     assert [b.tolist() for b in runtime.batches] == [[instances[0]]] + [[i] for i in instances]
     assert all(b.dtype == np.int32 for b in runtime.batches)
 
@@ -59,3 +66,14 @@ def test_single_stream_rows_report_their_latency_over_the_bare_loop(tiny_run, tm
         single["model_latency_mean_ms"] / single["bare_loop_latency_mean_ms"])
     assert "bare_loop_count" not in fixed  # only single stream is compared
     assert "mean latency / bare loop" in (tmp_path / "results.md").read_text()
+
+
+def test_command_line_mistakes_are_one_line_and_exit_2(tiny_run, tmp_path, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    common = ["--runtime", "onnxruntime", "--out", str(tmp_path / "bare.json")]
+    assert bare_loop.main([str(tmp_path / "nope.onnx"), "--instances", str(empty), *common]) == 2
+    assert_one_error_line(capsys.readouterr().err, "nope.onnx does not exist")
+    assert bare_loop.main([str(tiny_run / "model.onnx"), "--instances", str(empty), *common]) == 2
+    assert_one_error_line(capsys.readouterr().err, "holds no instances; expected one JSON")
+    assert not (tmp_path / "bare.json").exists()

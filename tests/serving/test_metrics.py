@@ -1,14 +1,18 @@
-"""Metrics from known timings; energy sources; the server's batcher and rate search."""
+"""Metrics from known timings; energy sources; the server's batcher and rate search, on a fake
+clock; output checks in a timed row."""
 
 import math
+import pathlib
 import sys
 import types
 
 import numpy as np
 import pytest
 
-from serving import energy, metrics, runner
+from serving import energy, metrics, outputs, runner, scenarios
 from serving.instances import Instances
+
+from .fake_clock import FakeClock, TimedModel
 
 
 def test_latency_summary_is_in_milliseconds_with_nearest_rank_percentiles():
@@ -87,30 +91,149 @@ def test_no_energy_source_gives_none_with_every_reason(monkeypatch):
     assert "RAPL" in reading.note and "codecarbon: not installed" in reading.note
 
 
-class DelayModel:
-    """A stand-in model process: each batch takes `seconds`."""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-        self.sizes = []
-
-    def request(self, line, count, timeout):
-        import time
-
-        time.sleep(self.seconds)
-        self.sizes.append(count)
-        return [0] * count
-
-
 def test_dynamic_batcher_waits_at_most_max_wait_and_latency_includes_queueing():
-    pool = Instances([b"[1]"] * 4, None, "test")
-    model = DelayModel(0.05)
-    arrivals = np.array([0.0, 0.001, 0.002, 0.003])
-    latency, seconds, sizes, _ = runner.serve_arrivals(model, pool, [0, 1, 2, 3], arrivals,
-                                                       max_batch=2, max_wait=0.02, timeout=5)
-    assert sizes == [2, 2]  # the first batch fills at once; the next two queue meanwhile
-    assert latency[2] >= 0.095  # waited for the first batch, then its own
-    assert latency[0] == pytest.approx(0.05, abs=0.03)
+    # Simulated time (tests/serving/fake_clock.py): exact on any machine. Powers of two keep the
+    # float sums exact: each batch takes 1/16 s, queries arrive every 1/128 s.
+    clock = FakeClock()
+    model = TimedModel(clock, 1 / 16)
+    pool = Instances([b"[1]"] * 4, None, "test", num_classes=10)
+    arrivals = np.array([0, 1, 2, 3]) / 128
+    latency, seconds, sizes, outputs = runner.serve_arrivals(
+        model, pool, [0, 1, 2, 3], arrivals, max_batch=2, max_wait=1 / 32, timeout=5, clock=clock)
+    assert sizes == model.sizes == [2, 2]  # the first batch fills at once; the next two queue
+    assert model.sent_at == [1 / 128, 9 / 128]  # sent when full, then as soon as the model is free
+    assert clock.sleeps == [1 / 128]  # the only wait: for query 1 to arrive
+    assert seconds == [1 / 16, 1 / 16]
+    # latency = queueing + the batch: query 2 waited for the first batch (2/128 -> 9/128), then its
+    # own 1/16 s.
+    assert latency.tolist() == [9 / 128, 8 / 128, 15 / 128, 14 / 128]
+    assert outputs == [0, 0, 0, 0]
+
+
+def test_dynamic_batcher_sends_a_partial_batch_after_max_wait_and_the_last_at_once():
+    clock = FakeClock()
+    model = TimedModel(clock, 1 / 16)
+    pool = Instances([b"[1]"] * 2, None, "test")
+    latency, _, sizes, _ = runner.serve_arrivals(
+        model, pool, [0, 1], np.array([0, 0.25]), max_batch=4, max_wait=1 / 32, timeout=5,
+        clock=clock)
+    assert sizes == [1, 1]
+    assert model.sent_at == [1 / 32, 0.25]  # query 0 waited exactly max_wait; query 1 is the last
+    assert clock.sleeps == [1 / 32, 0.25 - 3 / 32]  # max_wait, then idle until query 1 arrives
+    assert latency.tolist() == [1 / 32 + 1 / 16, 1 / 16]
+
+
+class StillMeter:
+    """An energy meter that reads nothing (no RAPL, no codecarbon in a unit test)."""
+
+    def __init__(self, device):
+        pass
+
+    def start(self):
+        return self
+
+    def stop(self):
+        return energy.Reading(None, None, False, "test")
+
+
+def online_row(monkeypatch, output, num_classes=10):
+    monkeypatch.setattr(runner.energy, "EnergyMeter", StillMeter)
+    clock = FakeClock(start=100.0)
+    model = TimedModel(clock, 0.25, output)
+    pool = Instances([b"[1]"] * 8, np.zeros(8, int), "test", num_classes=num_classes)
+    scenario = scenarios.get("fixed")(scenarios.ScenarioOptions(batch_size=4))
+    settings = runner.Settings(progress=False, clock=clock)
+    return runner.run_scenario(model, pool, scenario, scenario.schedule(8), settings), model
+
+
+def test_a_row_is_timed_on_the_settings_clock(monkeypatch):
+    row, model = online_row(monkeypatch, output=0)
+    assert model.sizes == [4, 4, 4]  # the warm-up, then two timed batches
+    assert row["seconds"] == 0.5 and row["throughput"] == 16.0  # 8 instances in 2 x 0.25 s
+    assert row["batch_latency_mean_ms"] == row["request_latency_p99_ms"] == 250.0
+    assert row["accuracy"] == 1.0
+
+
+@pytest.mark.parametrize("output, words", [
+    (10, "4 of 4 outputs invalid (output 0: class id 10 is out of range)"),  # at the warm-up
+    ([0.5, 0.25], "(output 0: 2 logits, not 10)"),
+    ("positive", "is neither a class id nor a list of logits"),
+    (lambda batch: -1 if batch == 2 else 0, "class id -1 is out of range"),  # in the timed part
+    (lambda batch: [float("nan")] * 10 if batch else 0, "a logit nan that is not finite"),
+])
+def test_outputs_outside_the_label_set_make_the_row_invalid_not_timed(monkeypatch, output, words):
+    with pytest.raises(outputs.InvalidOutputs) as error:
+        online_row(monkeypatch, output)
+    assert words in str(error.value)
+    assert "expected a class id in [0, 10) or a list of 10 finite logits" in str(error.value)
+
+
+class OfflineModel(TimedModel):
+    """The offline handshake on a fake clock: 1/8 s to read the inputs, `seconds` to predict,
+    1/16 s to write the outputs."""
+
+    def offline(self, input_file, output_file, timeout, on_status):
+        count = len(pathlib.Path(input_file).read_text().splitlines())
+        self.clock.work(1 / 8)
+        on_status["ready"]()
+        self.clock.work(self.seconds)
+        on_status["predicted"]()
+        pathlib.Path(output_file).write_text(f"{self.output}\n" * count)
+        self.clock.work(1 / 16)
+        on_status["written"]()
+
+
+def test_offline_times_ready_to_predicted_without_the_meters_start_and_stop(monkeypatch,
+                                                                           tmp_path):
+    clock = FakeClock()
+
+    class SlowMeter(StillMeter):  # codecarbon takes seconds to start, a fraction to stop
+        def start(self):
+            clock.work(2.0)
+            return self
+
+        def stop(self):
+            clock.work(0.25)
+            return super().stop()
+
+    monkeypatch.setattr(runner.energy, "EnergyMeter", SlowMeter)
+    model = OfflineModel(clock, 0.5, output=1)
+    pool = Instances([b"[1]"] * 8, np.ones(8, int), "test", num_classes=2)
+    scenario = scenarios.get("offline")(scenarios.ScenarioOptions(counts={"offline": 8}))
+    settings = runner.Settings(progress=False, clock=clock, work_dir=tmp_path)
+    row = runner.run_scenario(model, pool, scenario, scenario.schedule(8), settings)
+    assert row["seconds"] == 0.5 and row["throughput"] == 16.0
+    assert row["offline_total_seconds"] == 0.5625  # ready -> written, no meter in between
+    assert row["accuracy"] == 1.0
+    assert list(tmp_path.iterdir()) == []  # the offline files are removed
+
+
+def test_loadgen_batcher_batches_on_its_clock_and_checks_answers():
+    pytest.importorskip("mlperf_loadgen")  # serving.loadgen imports nothing of it until run
+    from serving import loadgen
+
+    completed = []
+    lg = types.SimpleNamespace(QuerySampleResponse=lambda id_, data, size: id_,
+                               QuerySamplesComplete=completed.extend)
+    samples = [types.SimpleNamespace(id=100 + i, index=i) for i in range(3)]
+
+    def batcher(output):
+        clock = FakeClock()
+        model = TimedModel(clock, 0.5, output)
+        pool = Instances([b"[1]"] * 3, None, "test", num_classes=2)
+        instance = loadgen.Batcher(lg, model, pool, max_batch=2, max_wait=0.0, timeout=5,
+                                   clock=clock)
+        for item in [*samples, None]:
+            instance.queue.put(item)
+        instance.run()  # in this thread: the queue already holds everything
+        return instance, model
+
+    good, model = batcher(output=1)
+    assert good.error is None and model.sizes == [2, 1] and completed == [100, 101, 102]
+    completed.clear()
+    bad, model = batcher(output=7)
+    assert isinstance(bad.error, outputs.InvalidOutputs) and "class id 7" in str(bad.error)
+    assert model.sizes == [2] and completed == [100, 101, 102]  # none left waiting
 
 
 def test_rate_search_doubles_halves_and_bisects_to_the_highest_passing_rate():

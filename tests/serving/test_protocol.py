@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from serving import protocol
 from serving.bench import worker_env
 from serving.protocol import ModelError, ModelProcess, encode_line
+from tests.one_line import assert_one_error_line
 
 from .conftest import FAKE_MODEL, MAX_LEN
 
@@ -56,8 +58,10 @@ def onnx_worker(tiny_run, tmp_path):
     import onnxruntime as ort
 
     report = tmp_path / "worker.json"
+    (tmp_path / "offline").mkdir()
     command = [sys.executable, "-m", "serving.worker", str(tiny_run / "model.onnx"),
-               "--runtime", "onnxruntime", "--offline-batch-size", "3"]
+               "--runtime", "onnxruntime", "--offline-batch-size", "3",
+               "--offline-dir", str(tmp_path / "offline")]
     process = ModelProcess(command, worker_env("cpu", report), tmp_path / "worker.log").start()
     session = ort.InferenceSession(str(tiny_run / "model.onnx"), providers=["CPUExecutionProvider"])
     yield process, session, report
@@ -73,7 +77,7 @@ def test_worker_answers_logits_equal_to_onnxruntime_and_reports_its_timings(onnx
     batch = tokens(4)
     outputs = process.request(encode_line(batch.tolist()), 4, timeout=60)
     np.testing.assert_allclose(outputs, session.run(None, {"tokens": batch})[0], atol=1e-5)
-    ended = process.close(timeout=30)
+    ended = process.close(timeout=120)  # a guard against a hang, not a speed limit
     assert ended["returncode"] == 0 and not ended["killed"]
     assert 10e6 < ended["peak_rss_bytes"] < 600e6  # the worker's own memory; no TensorFlow
     worker = json.loads(report.read_text())
@@ -93,14 +97,25 @@ def test_worker_sends_an_error_line_for_a_malformed_batch_then_serves_the_next(o
 def test_worker_offline_handshake_writes_outputs_in_input_order(onnx_worker, tmp_path):
     process, session, report = onnx_worker
     batch = tokens(7, seed=1)
-    inputs, outputs = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inputs, outputs = tmp_path / "offline" / "in.jsonl", tmp_path / "offline" / "out.jsonl"
     inputs.write_text("".join(json.dumps(row) + "\n" for row in batch.tolist()))
     times = process.offline(inputs, outputs, timeout=60)
     assert times["ready"] <= times["predicted"] <= times["written"]
     written = [json.loads(line) for line in outputs.read_text().splitlines()]
     np.testing.assert_allclose(written, session.run(None, {"tokens": batch})[0], atol=1e-5)
-    process.close(timeout=30)
+    process.close(timeout=120)
     assert json.loads(report.read_text())["offline_predict_seconds"] > 0
+
+
+def test_worker_refuses_offline_files_outside_its_offline_dir_and_goes_on(onnx_worker, tmp_path):
+    process, _, _ = onnx_worker
+    inside = tmp_path / "offline" / "in.jsonl"
+    inside.write_text(json.dumps([1] * MAX_LEN) + "\n")
+    with pytest.raises(ModelError, match="output_file .* is outside the offline directory") as error:
+        process.offline(inside, tmp_path / "stolen.jsonl", timeout=60)
+    assert error.value.kind == "error"
+    assert not (tmp_path / "stolen.jsonl").exists()
+    assert len(process.request(encode_line(tokens(1).tolist()), 1, timeout=60)) == 1
 
 
 def test_worker_reports_an_unsupported_provider_instead_of_running_on_the_cpu(tiny_run, tmp_path):
@@ -115,7 +130,9 @@ def test_worker_reports_an_unsupported_provider_instead_of_running_on_the_cpu(ti
     with pytest.raises(ModelError, match="CUDAExecutionProvider is not in this onnxruntime") as error:
         process.request(encode_line(tokens(1).tolist()), 1, timeout=60)
     assert error.value.kind == "unsupported"
-    assert process.close(timeout=30)["returncode"] == 3
+    assert process.close(timeout=120)["returncode"] == 3
+    log = (tmp_path / "w.log").read_text().strip().splitlines()
+    assert log[-1].startswith("error: CUDAExecutionProvider is not in this onnxruntime")
 
 
 def fake(mode, tmp_path):
@@ -146,7 +163,7 @@ def test_log_noise_on_stdout_is_skipped_and_answers_are_counted(tmp_path):
     assert process.request(encode_line([[1, 2], [3, 4]]), 2, timeout=30) == [3, 7]
     with pytest.raises(ModelError, match="2 outputs for 3 instances"):
         process.request(encode_line([[1], [2]]), 3, timeout=30)
-    process.close(timeout=10)
+    process.close(timeout=120)
 
 
 def test_two_input_instances_reach_the_runtime_as_two_arrays():
@@ -165,3 +182,88 @@ def test_two_input_instances_reach_the_runtime_as_two_arrays():
     assert second.tolist() == [[4, 5, 6], [1, 1, 1]]
     with pytest.raises(protocol.ProtocolError, match="2 lists of 3 token ids"):
         server.predict([[1, 2, 3]])
+
+
+class ZeroRuntime:
+    def predict(self, inputs):
+        return np.zeros((len(inputs[0]), 2), np.float32)
+
+
+def serve_offline(input_file, output_file, offline_dir):
+    """The answer lines of an in-process worker (ModelServer) to one offline request."""
+    from serving.worker import ModelServer
+
+    server = ModelServer(ZeroRuntime(), {"max_len": 2, "vocab_size": 10}, offline_dir=offline_dir)
+    out = io.BytesIO()
+    request = {"input_file": str(input_file), "output_file": str(output_file)}
+    protocol.serve(server, io.BytesIO(encode_line(request)), out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+@pytest.fixture
+def offline_dir(tmp_path):
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "in.jsonl").write_text("[1, 2]\n[3, 4]\n")
+    (tmp_path / "outside.jsonl").write_text("[5, 6]\n")
+    return tmp_path / "work"
+
+
+def test_offline_files_inside_the_offline_dir_are_read_and_written(offline_dir):
+    answers = serve_offline(offline_dir / "in.jsonl", offline_dir / "out.jsonl", offline_dir)
+    assert answers == [{"status": s} for s in protocol.STATUSES]
+    assert (offline_dir / "out.jsonl").read_text() == "[0.0, 0.0]\n[0.0, 0.0]\n"
+
+
+@pytest.mark.parametrize("input_file, output_file, words", [
+    ("{work}/in.jsonl", "{tmp}/written.jsonl", "output_file '{tmp}/written.jsonl' is outside the "
+                                              "offline directory {work}"),
+    ("{tmp}/outside.jsonl", "{work}/out.jsonl", "input_file '{tmp}/outside.jsonl' is outside"),
+    ("{work}/in.jsonl", "{work}/../written.jsonl", "output_file '{work}/../written.jsonl' is "
+                                                   "outside"),
+    ("{work}/in.jsonl", "{work}/link.jsonl", "output_file '{work}/link.jsonl' is outside"),
+    ("/etc/hostname", "{work}/out.jsonl", "input_file '/etc/hostname' is outside"),
+    ("{work}/in.jsonl", "{work}", "is outside"),  # the directory itself is not a file in it
+])
+def test_offline_files_outside_it_are_refused_with_one_error_line(offline_dir, input_file,
+                                                                  output_file, words):
+    tmp = offline_dir.parent
+    (offline_dir / "link.jsonl").symlink_to(tmp / "outside.jsonl")  # a way out through a link
+    names = {"work": offline_dir, "tmp": tmp}
+    answers = serve_offline(input_file.format(**names), output_file.format(**names), offline_dir)
+    assert len(answers) == 1 and list(answers[0]) == ["error"]
+    assert answers[0]["error"].startswith("OutsideDirectory: ")
+    assert words.format(**names) in answers[0]["error"]
+    assert sorted(p.name for p in tmp.iterdir()) == ["outside.jsonl", "work"]
+    assert (tmp / "outside.jsonl").read_text() == "[5, 6]\n"  # not overwritten through the link
+    assert sorted(p.name for p in offline_dir.iterdir()) == ["in.jsonl", "link.jsonl"]
+
+
+def test_without_an_offline_dir_every_offline_request_is_refused(offline_dir):
+    answers = serve_offline(offline_dir / "in.jsonl", offline_dir / "out.jsonl", None)
+    assert len(answers) == 1
+    assert "this model process allows no file access; expected it started with --offline-dir" in \
+        answers[0]["error"]
+    assert not (offline_dir / "out.jsonl").exists()
+
+
+def test_worker_command_line_mistakes_are_one_line_and_exit_2(tmp_path, capsys):
+    from serving import worker
+
+    assert worker.main(["model.onnx", "--runtime", "onnxruntime", "--offline-dir",
+                        str(tmp_path / "nope")]) == 2
+    assert_one_error_line(capsys.readouterr().err, f"--offline-dir {tmp_path / 'nope'} is not a "
+                                                   "directory")
+    with pytest.raises(SystemExit) as exit_:
+        worker.main(["model.onnx", "--runtime", "tvm"])
+    assert exit_.value.code == 2
+    assert_one_error_line(capsys.readouterr().err, "argument --runtime: invalid choice: 'tvm'")
+
+
+def test_worker_with_a_missing_artifact_says_so_on_both_channels_and_exits_2(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "serving.worker", str(tmp_path / "nope.onnx"), "--runtime",
+         "onnxruntime"], env=worker_env("cpu"), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2
+    assert_one_error_line(result.stderr, f"artifact {tmp_path / 'nope.onnx'} does not exist")
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        {"error": result.stderr.strip()[len("error: "):]}]

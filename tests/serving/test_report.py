@@ -93,6 +93,7 @@ def test_throughput_ratios_compare_runtimes_and_precisions_per_model_and_scenari
             ok_row("a", "fixed", "tf", "bf16", 50.0), ok_row("b", "fixed", "tf", "fp32", 10.0),
             ok_row("b", "fixed", "onnxruntime", "fp32", 60.0),
             {**ok_row("b", "fixed", "tf", "bf16", 99.0), "status": "failed"},
+            {**ok_row("a", "fixed", "onnxruntime", "fp16", 999.0), "status": "invalid"},
             ok_row("c", "offline", "onnxruntime", "fp16", 5.0)]
     ratios = report.throughput_ratios(rows)
     assert ratios == {("a", "fixed"): [1.5, None, 0.5, None],

@@ -17,14 +17,25 @@ from typing import Optional
 
 import yaml
 
+from arena_tf.cli import UsageError
+
 CONFIGS_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs"
 
 POOLINGS = ("cls", "mean")
 POSITION_EMBEDDINGS = ("sinusoidal", "learned")
 
 
-class ConfigError(ValueError):
-    """A configuration value is unknown, of the wrong type or impossible."""
+class ConfigError(UsageError, ValueError):
+    """A configuration value is unknown, of the wrong type or impossible.
+
+    A user's mistake (exit 2 on the command line, `arena_tf.cli`), raised with three parts,
+    `ConfigError(what, expected, fix)`, read as `<what>; expected <expected>; <fix>`. Still a
+    ValueError, for the `except` clauses written before."""
+
+    def prefixed(self, source):
+        """The same error with `source: ` (a file, a --set) before what was wrong."""
+        return ConfigError(f"{source}: {self.what}", self.expected, self.fix)
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,24 +71,31 @@ class ModelConfig:
         check_types(self)
         for name in ("num_layers", "num_heads", "emb_dim", "qkv_dim", "mlp_dim", "max_len"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"{name}={getattr(self, name)} is invalid; expected >= 1")
-        if self.num_classes < 2 or self.vocab_size < 2:
-            raise ConfigError("num_classes and vocab_size must be >= 2")
+                raise ConfigError(f"{name}={getattr(self, name)} is invalid", ">= 1",
+                                  f"set model.{name} to a positive integer")
+        for name in ("num_classes", "vocab_size"):
+            if getattr(self, name) < 2:
+                raise ConfigError(f"{name}={getattr(self, name)} is invalid", ">= 2",
+                                  "leave it to the task (it is derived from the data)")
         for name in ("dropout", "attention_dropout"):
             if not 0 <= getattr(self, name) < 1:
-                raise ConfigError(f"{name}={getattr(self, name)} is invalid; expected in [0, 1)")
+                raise ConfigError(f"{name}={getattr(self, name)} is invalid", "in [0, 1)",
+                                  f"set model.{name} to a rate such as 0.1")
         if self.qkv_dim % self.num_heads:
             raise ConfigError(
-                f"qkv_dim={self.qkv_dim} is not divisible by num_heads={self.num_heads}; choose "
-                "a qkv_dim that is a multiple of num_heads"
+                f"qkv_dim={self.qkv_dim} is not divisible by num_heads={self.num_heads}",
+                "a qkv_dim that is a multiple of num_heads",
+                "change model.qkv_dim or model.num_heads",
             )
         for name, choices in (("pooling", POOLINGS), ("position_embedding", POSITION_EMBEDDINGS)):
             if getattr(self, name) not in choices:
-                raise ConfigError(
-                    f"{name}={getattr(self, name)!r} is invalid; expected one of {', '.join(choices)}"
-                )
+                raise ConfigError(f"{name}={getattr(self, name)!r} is invalid",
+                                  f"one of {', '.join(choices)}",
+                                  f"set model.{name} to one of them")
         if self.padding_id is not None and not 0 <= self.padding_id < self.vocab_size:
-            raise ConfigError(f"padding_id={self.padding_id} is outside the vocabulary")
+            raise ConfigError(f"padding_id={self.padding_id} is outside the vocabulary",
+                              f"0 <= padding_id < vocab_size={self.vocab_size}, or None",
+                              "leave padding_id to the task")
 
     @property
     def head_dim(self):
@@ -112,7 +130,8 @@ def check_types(config):
         accepted = _ACCEPTED[field.type]
         if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
             expected = " or ".join(t.__name__ for t in accepted)
-            raise ConfigError(f"{field.name}={value!r} has the wrong type; expected {expected}")
+            raise ConfigError(f"{field.name}={value!r} has the wrong type",
+                              f"a value of type {expected}", f"correct the value of {field.name}")
 
 
 SCHEDULES = ("rsqrt", "cosine", "constant")
@@ -156,15 +175,20 @@ class TrainConfig:
         for name in ("batch_size", "num_train_steps", "eval_every", "checkpoint_every",
                      "keep_checkpoints", "log_every"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"train.{name}={getattr(self, name)} is invalid; expected >= 1")
-        if self.learning_rate <= 0 or self.weight_decay < 0 or self.warmup_steps < 0:
-            raise ConfigError("train.learning_rate must be > 0, weight_decay and warmup_steps >= 0")
+                raise ConfigError(f"train.{name}={getattr(self, name)} is invalid", ">= 1",
+                                  f"set train.{name} to a positive integer")
+        if self.learning_rate <= 0:
+            raise ConfigError(f"train.learning_rate={self.learning_rate} is invalid", "> 0",
+                              "set train.learning_rate to a positive number such as 0.001")
+        for name in ("weight_decay", "warmup_steps"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"train.{name}={getattr(self, name)} is invalid", ">= 0",
+                                  f"set train.{name} to 0 or more")
         for name, choices in (("schedule", SCHEDULES), ("precision", PRECISIONS)):
             if getattr(self, name) not in choices:
-                raise ConfigError(
-                    f"train.{name}={getattr(self, name)!r} is invalid; expected one of "
-                    f"{', '.join(choices)}"
-                )
+                raise ConfigError(f"train.{name}={getattr(self, name)!r} is invalid",
+                                  f"one of {', '.join(choices)}",
+                                  f"set train.{name} to one of them")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,6 +207,14 @@ class ExperimentConfig:
 SECTIONS = {"task": TaskConfig, "model": ModelConfig, "train": TrainConfig}
 
 
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping gives a key twice; `keys` lists them."""
+
+    def __init__(self, keys, mark):
+        self.keys = keys
+        super().__init__(None, None, f"key(s) {', '.join(keys)} given twice", mark)
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last silently)
     and reads 1e-3 as a number (YAML 1.1 asks for 1.0e-3)."""
@@ -191,9 +223,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
         repeated = sorted({str(k) for k in keys if keys.count(k) > 1})
         if repeated:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key(s) {', '.join(repeated)} given twice", node.start_mark
-            )
+            raise DuplicateKeyError(repeated, node.start_mark)
         return super().construct_mapping(node, deep=deep)
 
 
@@ -204,14 +234,37 @@ _UniqueKeyLoader.add_implicit_resolver(
 )
 
 
+def _yaml_problem(error):
+    """(what PyYAML found wrong, in one line; the 1-based line of the problem or None)."""
+    problem = getattr(error, "problem", None) or str(error)
+    context = getattr(error, "context", None)
+    if context and not isinstance(error, DuplicateKeyError):
+        problem = f"{context}, {problem}"
+    mark = getattr(error, "problem_mark", None)
+    return " ".join(str(problem).split()), (mark.line + 1 if mark is not None else None)
+
+
 def read_yaml(path):
-    """A YAML mapping of sections; a clear error naming the file otherwise."""
+    """A YAML mapping of sections; a clear error naming the file (and line) otherwise."""
     try:
         data = yaml.load(pathlib.Path(path).read_text(), Loader=_UniqueKeyLoader) or {}
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(error).split())})") from None
+        problem, line = _yaml_problem(error)
+        where = f" at line {line}" if line else ""
+        if isinstance(error, DuplicateKeyError):
+            raise ConfigError(f"{path}: not valid YAML{where} ({problem})",
+                              "each key once in a mapping",
+                              f"keep one {error.keys[0]}: line in {path}") from None
+        raise ConfigError(f"{path}: not valid YAML{where} ({problem})",
+                          "a YAML mapping of sections",
+                          f"correct the YAML of {path}{where}") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read {path} ({error.strerror or error})", "a readable YAML file",
+                          "check the path and its permissions") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of sections {', '.join(SECTIONS)}")
+        raise ConfigError(f"{path}: holds a {type(data).__name__}, not a mapping",
+                          f"a mapping of sections {', '.join(SECTIONS)}",
+                          f"write {path} as `section:` blocks of `key: value` lines")
     return data
 
 
@@ -226,16 +279,17 @@ def merge_into(raw, layer, source):
     """Merge one {section: {key: value}} layer into raw, checking sections and keys."""
     for section, values in layer.items():
         if section not in SECTIONS:
-            raise ConfigError(
-                f"{source}: unknown section {section!r}; expected one of {', '.join(SECTIONS)}"
-            )
+            raise ConfigError(f"{source}: unknown section {section!r}",
+                              f"one of {', '.join(SECTIONS)}", "correct the section name")
         known = {f.name for f in dataclasses.fields(SECTIONS[section])}
+        if values is not None and not isinstance(values, dict):
+            raise ConfigError(f"{source}: section {section} holds {values!r}, not keys and values",
+                              f"a mapping of {section} keys ({', '.join(sorted(known))})",
+                              f"write the {section} settings as `key: value` lines under it")
         for key, value in (values or {}).items():
             if key not in known:
-                raise ConfigError(
-                    f"{source}: unknown key {section}.{key}; expected one of "
-                    f"{', '.join(sorted(known))}"
-                )
+                raise ConfigError(f"{source}: unknown key {section}.{key}",
+                                  f"one of {', '.join(sorted(known))}", "correct the key name")
             target = raw.setdefault(section, {})
             target[key] = deep_merge(target.get(key), value)
             raw.setdefault("_sources", {})[f"{section}.{key}"] = str(source)
@@ -247,10 +301,24 @@ def parse_override(text):
     key, sep, value = text.partition("=")
     path = key.strip().split(".")
     if not sep or len(path) < 2 or not all(path):
+        raise ConfigError(f"--set {text!r} is invalid",
+                          "section.key=value, e.g. train.batch_size=8",
+                          "name the section and the key before the '='")
+    try:
+        nested = yaml.load(value, Loader=_UniqueKeyLoader)
+    except DuplicateKeyError as error:
         raise ConfigError(
-            f"--set {text!r} is invalid; expected section.key=value, e.g. train.batch_size=8"
-        )
-    nested = yaml.load(value, Loader=_UniqueKeyLoader)
+            f"--set {text!r} gives the key {' and '.join(error.keys)} twice",
+            "each key once in a mapping", f"keep one {error.keys[0]}: in the value"
+        ) from None
+    except yaml.YAMLError as error:
+        problem, _ = _yaml_problem(error)
+        raise ConfigError(
+            f"--set {text!r}: the value {value!r} is not valid YAML ({problem})",
+            "a YAML value after the '=', e.g. train.batch_size=8 or "
+            "'model.attention_params={projected_length: 8}'",
+            "close every bracket and quote, and quote the whole --set for the shell",
+        ) from None
     for name in reversed(path[1:]):
         nested = {name: nested}
     return {path[0]: nested}
@@ -261,9 +329,9 @@ def build_section(section, values, sources):
     try:
         return SECTIONS[section](**values)
     except ConfigError as error:
-        field = re.match(r"(?:\w+\.)?(\w+)=", str(error))
+        field = re.match(r"(?:\w+\.)?(\w+)=", str(error.what))
         source = sources.get(f"{section}.{field.group(1)}") if field else None
-        raise ConfigError(f"{source or section}: {error}") from None
+        raise error.prefixed(source or section) from None
 
 
 def config_layers(task, model, preset=None, configs_dir=CONFIGS_DIR):
@@ -273,9 +341,8 @@ def config_layers(task, model, preset=None, configs_dir=CONFIGS_DIR):
     for path, kind, folder in ((required[0], "task", "tasks"), (required[1], "model", "models")):
         if not path.exists():
             names = sorted(p.stem for p in (configs_dir / folder).glob("*.yaml") if "." not in p.stem)
-            raise ConfigError(
-                f"unknown {kind} {path.stem!r}: no {path}; expected one of {', '.join(names)}"
-            )
+            raise ConfigError(f"unknown {kind} {path.stem!r}: no {path}",
+                              f"one of {', '.join(names)}", f"pass --{kind} with one of them")
     layers = list(required)
     per_model = configs_dir / "tasks" / f"{task}.models.yaml"
     if per_model.exists():
@@ -284,7 +351,8 @@ def config_layers(task, model, preset=None, configs_dir=CONFIGS_DIR):
         path = configs_dir / "presets" / f"{preset}.yaml"
         if not path.exists():
             names = sorted(p.stem for p in (configs_dir / "presets").glob("*.yaml") if "." not in p.stem)
-            raise ConfigError(f"unknown preset {preset!r}; expected one of {', '.join(names)}")
+            raise ConfigError(f"unknown preset {preset!r}", f"one of {', '.join(names)}",
+                              "pass --preset with one of them, or none")
         layers.append(path)
         per_task = configs_dir / "presets" / f"{preset}.{task}.yaml"
         if per_task.exists():

@@ -3,6 +3,10 @@
     python -m arena_tf.data prepare --task=NAME [--data_dir=DIR] [--preview] [--preview_dir=DIR]
     python -m arena_tf.data bench --task=NAME [--data_dir=DIR] [--batch_size=32] [--batches=200]
 
+Both take `--set task.params.KEY=VALUE` (repeatable, as training does) for the task's own
+parameters, e.g. `--set task.params.max_bad_images=20` or
+`--set 'task.params.generator_spec={train: 2000, validation: 100, test: 100}'`.
+
 Prints where the data comes from, each split's size and label balance; with --preview, a few
 examples decoded by the task (text lines; image tasks also save PNGs under --preview_dir).
 `bench` times the training pipeline alone (shuffled, batched, prefetched, as training reads it) and
@@ -12,33 +16,29 @@ Optional task hooks: `location()` returns a string naming where the data is (pri
 `preview(out_dir, count=3)` returns a list of printable lines describing a few examples and may
 write files (images) under `out_dir`, creating it. A task without them is summarised only.
 
-Bad input (an unknown task, a bad flag) prints one line and exits 2; missing data prints the task's
-DataNotFoundError message and exits 1.
+Errors: one line on stderr, `error: <what was wrong>; expected <what>; <how to fix>` (see
+arena_tf/cli.py): exit 2 for the user's mistake (an unknown task, a bad flag, missing or malformed
+data), exit 1 when the command itself failed (TensorFlow or the disk); `--debug` shows the
+traceback instead. Long steps (generating, checking files, counting labels) print a progress line
+every few seconds on stderr.
 """
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 
-EXIT_USAGE = 2
-EXIT_NO_DATA = 1
-
-
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line and exit status 2."""
-
-    def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+from arena_tf import cli
 
 
 def build_parser():
-    parser = _OneLineParser(prog="python -m arena_tf.data", description="Build or check task data.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    parser = cli.ArgumentParser(prog="python -m arena_tf.data",
+                                description="Build or check task data.")
+    commands = parser.add_subparsers(dest="command", required=True)
     prepare = commands.add_parser("prepare", help="build or check one task's data")
     prepare.add_argument("--task", required=True, help="task name, e.g. listops")
     prepare.add_argument("--data_dir", default=None, help="where the task's data is (or goes)")
+    add_set(prepare)
     prepare.add_argument("--preview", action="store_true", help="show a few decoded examples")
     prepare.add_argument(
         "--preview_dir", default=None, help="where previews write files (default DATA_DIR/preview)"
@@ -46,21 +46,76 @@ def build_parser():
     bench = commands.add_parser("bench", help="time one task's training input pipeline")
     bench.add_argument("--task", required=True, help="task name, e.g. listops")
     bench.add_argument("--data_dir", default=None, help="where the task's data is (or goes)")
-    bench.add_argument("--batch_size", type=int, default=32)
-    bench.add_argument("--batches", type=int, default=200, help="timed batches, after 5 warm-up")
+    add_set(bench)
+    bench.add_argument("--batch_size", type=positive_int, default=32)
+    bench.add_argument("--batches", type=positive_int, default=200,
+                       help="timed batches, after 5 warm-up")
     return parser
+
+
+def add_set(parser):
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="task.params.KEY=VALUE",
+                        help="a task parameter (YAML value), as training's --set; repeatable")
+
+
+def task_params(overrides):
+    """{KEY: value} of `--set task.params.KEY=VALUE` overrides; ConfigError for anything else."""
+    from arena_tf.config import ConfigError, deep_merge, parse_override
+
+    params = {}
+    for text in overrides:
+        layer = parse_override(text)
+        if set(layer) != {"task"} or set(layer["task"]) != {"params"} \
+                or not isinstance(layer["task"]["params"], dict):
+            raise ConfigError(f"--set {text!r} is not a task parameter",
+                              "task.params.KEY=VALUE (this command builds data only)",
+                              "set model and train values when training")
+        params = deep_merge(params, layer["task"]["params"])
+    return params
+
+
+def make_task(tasks, args):
+    """The task the arguments name; ConfigError for an unknown task or parameter."""
+    from arena_tf.config import ConfigError
+
+    params = task_params(args.overrides)
+    task_class = tasks.lookup(args.task)
+    try:
+        return task_class(data_dir=args.data_dir, **params)
+    except cli.CommandError:
+        raise
+    except (TypeError, ValueError) as error:  # the task's or its generator's checks of params
+        if not params:
+            raise
+        raise ConfigError(f"--set task.params for {args.task}: {' '.join(str(error).split())}",
+                          f"parameters the {args.task} task accepts (see its class in "
+                          f"arena_tf/tasks/{args.task}.py)", "correct or drop that --set") from None
+
+
+def positive_int(text):
+    """argparse type: a whole number >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return int(text)
 
 
 def bench(task, args):
     """Print the training pipeline's examples/s over `args.batches` batches."""
     import time
 
+    from arena_tf.progress import Progress
+
     batches = iter(task.dataset("train", args.batch_size, repeat=True))
-    for _ in range(5):
-        next(batches)
+    with Progress(f"{task.name}: warming up the pipeline", 5, "batches") as progress:
+        for _ in range(5):
+            next(batches)
+            progress.update()
     start = time.perf_counter()
-    for _ in range(args.batches):
-        next(batches)
+    with Progress(f"{task.name}: timing", args.batches, "batches") as progress:
+        for _ in range(args.batches):
+            next(batches)
+            progress.update()
     seconds = time.perf_counter() - start
     print(f"{task.name}: {args.batches * args.batch_size / seconds:,.0f} examples/s "
           f"({args.batches} batches of {args.batch_size}, {seconds:.1f} s)")
@@ -79,17 +134,15 @@ def format_summary(summary):
 
 
 def run(args):
-    """Run the command on the task; return the exit code."""
+    """Run the command on the task; CommandErrors (cli) for what went wrong."""
     # Imported here, not at the top: spawned generator workers re-import this module (as
     # __mp_main__) and should not load TensorFlow.
+    import tensorflow as tf
+
     import arena_tf.tasks as tasks
     from arena_tf.tasks import sources
 
-    try:
-        task = tasks.get(args.task, data_dir=args.data_dir)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    task = make_task(tasks, args)
     try:
         if args.command == "bench":
             bench(task, args)
@@ -102,19 +155,25 @@ def run(args):
             root = sources.data_root(task.name, args.data_dir)
             out_dir = args.preview_dir or Path(root, "preview")
             print("\n".join(task.preview(out_dir)))
-    except tasks.DataNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_NO_DATA
+    except tf.errors.OpError as error:  # the data passed the checks, TensorFlow could not read it
+        cause = " ".join(str(getattr(error, "message", error)).split())[-300:]
+        raise cli.RunError(f"{task.name}: TensorFlow could not read the data ({cause})",
+                           "data that passed the task's checks to be readable",
+                           "rerun with --debug for the details") from error
+    except OSError as error:
+        raise cli.RunError(f"{task.name}: {error}",
+                           "the data and the output folders to be readable and writable",
+                           "check the paths and free disk space") from error
     return 0
 
 
 def main(argv=None):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    cli.quiet_tensorflow()
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("arena_tf").setLevel(logging.INFO)  # generation progress, skipped lines
+    logging.getLogger("arena_tf").setLevel(logging.INFO)  # skipped lines, generation notes
     logging.getLogger("absl").setLevel(logging.ERROR)  # TFDS's notes while probing a data dir
     args = build_parser().parse_args(argv)
-    return run(args)
+    return cli.run_main(lambda: run(args), debug=args.debug)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,19 @@ replica code paths on a laptop: the replicas share the same cores, so it is for 
 import json
 import os
 
-import tensorflow as tf
+from arena_tf import cli
+
+cli.quiet_tensorflow()
+
+import tensorflow as tf  # noqa: E402
+
+TF_CONFIG_EXAMPLE = ('{"cluster": {"worker": ["host1:port", "host2:port"]}, '
+                     '"task": {"type": "worker", "index": 0}}')
 
 
-class StrategyError(RuntimeError):
-    """The requested hardware or strategy is absent, unreachable or misconfigured."""
+class StrategyError(cli.UsageError, RuntimeError):
+    """The requested hardware or strategy is absent, unreachable or misconfigured: one line on
+    the command line, `<what>; expected <what>; <how to fix>`, exit 2 (`arena_tf.cli`)."""
 
 
 def cluster_workers():
@@ -37,10 +45,8 @@ def cluster_workers():
     try:
         cluster = json.loads(text).get("cluster", {})
     except (ValueError, AttributeError):
-        raise StrategyError(
-            "TF_CONFIG is not valid JSON; expected e.g. "
-            '{"cluster": {"worker": ["host1:port", "host2:port"]}, "task": {"type": "worker", "index": 0}}'
-        ) from None
+        raise StrategyError("TF_CONFIG is not valid JSON", f"e.g. {TF_CONFIG_EXAMPLE}",
+                            "fix TF_CONFIG, or unset it to train on this machine alone") from None
     return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
 
 
@@ -57,7 +63,8 @@ def split_cpu(count):
     except RuntimeError:
         raise StrategyError(
             f"cannot split the CPU into {count} logical devices: TensorFlow already started its "
-            "devices in this process; pass --cpu_devices at the start of a fresh process"
+            "devices in this process", "--cpu_devices before TensorFlow uses any device",
+            "pass --cpu_devices at the start of a fresh process",
         ) from None
 
 
@@ -70,8 +77,10 @@ def tpu_strategy(tpu):
     except (ValueError, OSError, tf.errors.OpError, RuntimeError) as error:
         reason = (str(error).splitlines() or [type(error).__name__])[0]
         raise StrategyError(
-            f"TPU {tpu!r} could not be reached ({reason}); check the TPU name and that this "
-            "machine is a TPU VM or can reach the TPU, or drop --tpu"
+            f"TPU {tpu!r} could not be reached ({reason})",
+            "the name of a TPU this machine can reach ('local' on a TPU VM)",
+            "check the TPU name and that this machine is a TPU VM or can reach the TPU, or drop "
+            "--tpu",
         ) from None
     return tf.distribute.TPUStrategy(resolver)
 
@@ -87,8 +96,9 @@ def multi_worker_strategy():
     """MultiWorkerMirroredStrategy over the workers TF_CONFIG names."""
     if cluster_workers() < 2:
         raise StrategyError(
-            "--strategy=multi_worker needs TF_CONFIG naming two or more workers, e.g. "
-            '{"cluster": {"worker": ["host1:port", "host2:port"]}, "task": {"type": "worker", "index": 0}}'
+            "--strategy=multi_worker needs TF_CONFIG naming two or more workers",
+            f"TF_CONFIG such as {TF_CONFIG_EXAMPLE}",
+            "set TF_CONFIG on every worker, or use --strategy=auto on one machine",
         )
     return tf.distribute.MultiWorkerMirroredStrategy()
 
@@ -114,7 +124,8 @@ STRATEGIES = {
 def make_strategy(kind="auto", tpu=None, cpu_devices=None):
     """The strategy `kind` names (see STRATEGIES); `tpu` takes precedence over `kind`."""
     if kind not in STRATEGIES:
-        raise StrategyError(f"unknown strategy {kind!r}; expected one of {', '.join(STRATEGIES)}")
+        raise StrategyError(f"unknown strategy {kind!r}", f"one of {', '.join(STRATEGIES)}",
+                            "pass one of them to --strategy")
     if cpu_devices:
         split_cpu(cpu_devices)
     if tpu:

@@ -5,390 +5,38 @@
     python -m arena_tf.train --task=listops --model=full --preset=tiny --strategy=mirrored --cpu_devices=2
     python -m arena_tf.train --task=text --model=bigbird --precision=mixed_bfloat16 --tpu=local
 
-One custom loop over `strategy.run` inside `tf.function` serves every strategy (Keras 3's
-`model.fit` fails under MultiWorkerMirroredStrategy, keras-team/keras#20585). The run directory
-holds config.yaml, TensorBoard events (train/, validation/), checkpoints/, metrics.json and
-model.keras; only the chief process writes it.
+Before anything is written into the run directory, everything that can be checked is: the config,
+the data (present, readable, and of the shape and range the model takes), the model (built), and
+the run directory (another configuration's checkpoints are refused; one trainer at a time). A run
+started again with the same --run_dir resumes where it stopped, bit for bit
+(`arena_tf/training/`).
 
-Resuming: a run started again with the same --run_dir continues from its newest checkpoint at the
-same step, data position (the training stream is replayed up to that step) and random state (the
-dropout seed generators are model variables, so the checkpoint holds them): it ends with the same
-weights as a run never interrupted. The settings must be the same, except the loop settings in
-ADJUSTABLE (e.g. a lower train.learning_rate after the loss diverged, or more train.num_train_steps).
-With several workers, every worker resumes from the chief's checkpoints/, so the run directory must
-be on a filesystem they all see.
+Errors are one line (`arena_tf.cli`): exit 2 for a mistake in the input (config, data, run
+directory), exit 1 when the run itself fails (diverged, stopped by TensorFlow); `--debug` shows the
+traceback. Progress goes to stdout: the plan, a line while the first step compiles, then a line at
+least every few seconds (ARENA_TF_PROGRESS_EVERY, default 3) with the step, steps/s and the ETA,
+and the batches done while evaluating.
 """
 
-import argparse
-import dataclasses
-import pathlib
-import resource
 import sys
-import tempfile
-import time
 
-import numpy as np
-import tensorflow as tf
+from arena_tf import cli
 
-import keras
+cli.quiet_tensorflow()  # before TensorFlow is imported: no C++ log noise unless asked for
+if __name__ == "__main__" and not {"-h", "--help"} & set(sys.argv[1:]):
+    print("loading TensorFlow", flush=True)  # the import alone takes seconds
 
-import arena_tf.tasks as tasks
-from arena_tf import files
-from arena_tf.config import ConfigError, ExperimentConfig, load_experiment, read_yaml
-from arena_tf.distribute import STRATEGIES, StrategyError, describe, is_chief, make_strategy
-from arena_tf.models import build_classifier
-from arena_tf.schedules import make_optimizer
+import argparse  # noqa: E402
 
-# Settings a resumed run may change: they steer the loop, not what the model and data are.
-ADJUSTABLE = {
-    f"train.{name}"
-    for name in ("learning_rate", "grad_clip", "num_train_steps", "eval_every", "eval_batches",
-                 "checkpoint_every", "keep_checkpoints", "log_every")
-}
+import tensorflow as tf  # noqa: E402
 
-
-class TrainingError(RuntimeError):
-    """Training cannot go on (bad run directory, diverged loss); the message says what to do."""
-
-
-def peak_memory_mb():
-    """Peak resident memory of this process in MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-# -- the run directory --------------------------------------------------------------------------
-
-
-def differences(saved, current, prefix=""):
-    """{'section.key': 'saved X, now Y'} for every leaf that differs between two nested dicts."""
-    changed = {}
-    for key in sorted(set(saved) | set(current)):
-        old, new = saved.get(key), current.get(key)
-        if isinstance(old, dict) and isinstance(new, dict):
-            changed.update(differences(old, new, f"{prefix}{key}."))
-        elif old != new:
-            changed[f"{prefix}{key}"] = f"saved {old!r}, now {new!r}"
-    return changed
-
-
-def check_writable(run_dir):
-    """Create `run_dir` and prove a file can be written in it; TrainingError otherwise."""
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=run_dir):
-            pass
-    except OSError as error:
-        raise TrainingError(
-            f"cannot write to run directory {run_dir} ({error.strerror or error}); choose another "
-            "--run_dir"
-        ) from None
-
-
-def check_same_experiment(run_dir, config):
-    """Refuse a run directory saved by another configuration; the ADJUSTABLE changes it allows."""
-    saved_path = run_dir / "config.yaml"
-    if not saved_path.exists():
-        return {}
-    changed = differences(read_yaml(saved_path), config.to_dict())
-    refused = {key: text for key, text in changed.items() if key not in ADJUSTABLE}
-    if refused:
-        listed = "; ".join(f"{key}: {text}" for key, text in refused.items())
-        raise TrainingError(
-            f"run directory {run_dir} belongs to another configuration ({listed}); use a new "
-            "--run_dir, or the saved settings to resume"
-        )
-    return changed
-
-
-def prepare_run_dir(run_dir, config, chief):
-    """Check the run directory is this experiment's (every process) and, on the chief, writable;
-    the chief saves the config. Returns {key: change} of the ADJUSTABLE settings changed."""
-    run_dir = pathlib.Path(run_dir)
-    if chief:
-        check_writable(run_dir)
-    changed = check_same_experiment(run_dir, config)
-    if chief and (changed or not (run_dir / "config.yaml").exists()):
-        files.write_text(run_dir / "config.yaml", config.to_yaml())
-    return changed
-
-
-# -- progress on the console --------------------------------------------------------------------
-
-
-class Progress:
-    """Training progress: Keras's bar redrawn in place on a terminal, one plain line per update when
-    the output goes to a file or pipe (Keras's Progbar redraws with backspaces on any POSIX
-    stream, which makes a log one endless line)."""
-
-    def __init__(self, total, enabled, stream=None):
-        self.stream = stream or sys.stdout
-        self.total = total
-        self.enabled = enabled
-        self.bar = None
-        if enabled and hasattr(self.stream, "isatty") and self.stream.isatty():
-            self.bar = keras.utils.Progbar(total, stateful_metrics=["loss", "accuracy", "steps/s"])
-        self.mid_line = False
-
-    def update(self, step, values):
-        """Show the step and {name: value}."""
-        if self.bar:
-            self.bar.update(step, list(values.items()))
-            self.mid_line = step < self.total
-        elif self.enabled:
-            shown = ", ".join(f"{name} {value:.4g}" for name, value in values.items())
-            self.note(f"step {step}/{self.total}: {shown}")
-
-    def note(self, text):
-        """A line of its own (below the bar on a terminal)."""
-        if self.enabled:
-            print(("\n" if self.mid_line else "") + text, file=self.stream, flush=True)
-            self.mid_line = False
-
-
-class Window:
-    """Sums of (loss, correct, examples) and time over the training steps since the last log."""
-
-    def __init__(self):
-        self.sums, self.steps, self.seconds = np.zeros(3), 0, 0.0
-
-    def add(self, sums, seconds, steps=1):
-        self.sums += sums
-        self.steps += steps
-        self.seconds += seconds
-
-    def scalars(self):
-        """The TensorBoard scalars this window gives (all but learning_rate and peak_memory_mb)."""
-        loss_sum, correct, count = self.sums
-        seconds = max(self.seconds, 1e-9)
-        return {"loss": loss_sum / max(count, 1), "accuracy": correct / max(count, 1),
-                "steps_per_second": self.steps / seconds, "examples_per_second": count / seconds}
-
-
-# -- one training run ---------------------------------------------------------------------------
-
-
-class Trainer:
-    """The loop: distributed steps, TensorBoard, evaluation, checkpoints, final artifacts."""
-
-    def __init__(self, config, task, run_dir, strategy, verbose=True):
-        self.config, self.task, self.strategy = config, task, strategy
-        self.train = config.train
-        self.chief = is_chief(strategy)
-        self.verbose = verbose and self.chief
-        self.run_dir = pathlib.Path(run_dir)
-        for key, change in prepare_run_dir(self.run_dir, config, self.chief).items():
-            self.say(f"resuming with {key} changed: {change}")
-        keras.mixed_precision.set_global_policy(self.train.precision)
-        keras.utils.set_random_seed(self.train.seed)
-        with strategy.scope():
-            self.model = build_classifier(config.model)
-            self.optimizer = make_optimizer(self.train)
-            self.optimizer.build(self.model.trainable_variables)
-            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-        # model.variables includes the dropout SeedGenerator states: resuming restores them.
-        self.checkpoint = tf.train.Checkpoint(
-            step=self.step,
-            model=[v.value for v in self.model.variables],
-            optimizer=[v.value for v in self.optimizer.variables],
-        )
-        # Non-chief workers take part in saving (collectives) but into a private directory.
-        self._scratch = None if self.chief else tempfile.TemporaryDirectory(prefix="arena_tf_worker_")
-        directory = self.checkpoint_dir if self.chief else self._scratch.name
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, directory, max_to_keep=self.train.keep_checkpoints
-        )
-        self.writers = {
-            split: tf.summary.create_file_writer(str(self.run_dir / split))
-            if self.chief
-            else tf.summary.create_noop_writer()
-            for split in ("train", "validation")
-        }
-        self.metrics = None
-
-    @property
-    def checkpoint_dir(self):
-        return self.run_dir / "checkpoints"
-
-    # -- distributed computations ---------------------------------------------------------------
-
-    def _sums(self, inputs, labels, training):
-        logits = self.model(inputs, training=training)
-        losses = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
-        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
-        count = tf.cast(tf.size(labels), tf.float32)
-        return losses, tf.stack([tf.reduce_sum(losses), tf.reduce_sum(correct), count])
-
-    def _train_replica(self, inputs, labels):
-        with tf.GradientTape() as tape:
-            losses, sums = self._sums(inputs, labels, training=True)
-            loss = tf.nn.compute_average_loss(losses, global_batch_size=self.train.batch_size)
-            scaled = self.optimizer.scale_loss(loss)
-        variables = self.model.trainable_variables
-        self.optimizer.apply_gradients(zip(tape.gradient(scaled, variables), variables))
-        return sums
-
-    @tf.function
-    def _train_step(self, iterator):
-        sums = self.strategy.run(self._train_replica, args=next(iterator))
-        self.step.assign_add(1)
-        return self.strategy.reduce(tf.distribute.ReduceOp.SUM, sums, axis=None)
-
-    @tf.function
-    def _eval_sums(self, batches):
-        """(loss sum, correct, examples) and the number of batches over a distributed dataset, in
-        one graph (one trace for every split, whatever the size of the last batch)."""
-        total, count = tf.zeros(3), tf.constant(0)
-        for batch in batches:
-            sums = self.strategy.run(lambda x, y: self._sums(x, y, training=False)[1], args=batch)
-            total += self.strategy.reduce(tf.distribute.ReduceOp.SUM, sums, axis=None)
-            count += 1
-        return total, count
-
-    def _distribute(self, dataset):
-        options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-        return self.strategy.experimental_distribute_dataset(dataset.with_options(options))
-
-    # -- phases ---------------------------------------------------------------------------------
-
-    def evaluate(self, split, max_batches=None):
-        """{'loss', 'accuracy', 'examples', 'steps_per_second', 'examples_per_second'} over a
-        split (or its first max_batches batches)."""
-        data = self.task.dataset(split, self.train.batch_size, shuffle=False)
-        if max_batches:
-            data = data.take(max_batches)
-        window = Window()
-        began = time.perf_counter()
-        sums, batches = self._eval_sums(self._distribute(data))
-        window.add(sums.numpy(), time.perf_counter() - began, int(batches))
-        return {**window.scalars(), "examples": int(window.sums[2])}
-
-    def resume(self):
-        """Restore the chief's newest checkpoint, if any; the step it holds."""
-        latest = tf.train.latest_checkpoint(str(self.checkpoint_dir))
-        if latest:
-            self.checkpoint.restore(latest).assert_existing_objects_matched()
-            self.say(f"resumed from {latest} at step {self.current_step()}")
-        return self.current_step()
-
-    def current_step(self):
-        return int(self.step.numpy())
-
-    def say(self, text):
-        if self.verbose:
-            print(text, flush=True)
-
-    def _write_scalars(self, split, step, scalars):
-        """One TensorBoard point per scalar, with the learning rate and peak memory added."""
-        lr = self.optimizer.learning_rate
-        scalars = {**scalars, "learning_rate": float(lr(step) if callable(lr) else lr),
-                   "peak_memory_mb": peak_memory_mb()}
-        with self.writers[split].as_default(step=step):
-            for name, value in scalars.items():
-                tf.summary.scalar(name, value)
-
-    def _log_train(self, step, window, progress):
-        scalars = window.scalars()
-        self._write_scalars("train", step, scalars)
-        progress.update(step, {"loss": scalars["loss"], "accuracy": scalars["accuracy"],
-                               "steps/s": scalars["steps_per_second"]})
-
-    def _validate(self, step, progress):
-        result = self.evaluate("validation", self.train.eval_batches)
-        self._write_scalars("validation", step, {k: v for k, v in result.items() if k != "examples"})
-        progress.note(f"step {step}: validation loss {result['loss']:.4f}, "
-                      f"accuracy {result['accuracy']:.4f}")
-        return result
-
-    def _stop(self, step, what):
-        """TrainingError for a diverged run: the step, and where a rerun would resume."""
-        latest = tf.train.latest_checkpoint(str(self.checkpoint_dir))
-        resume = (f"rerun with the same --run_dir to resume from its last checkpoint {latest}"
-                  if latest else "no checkpoint was written yet, so a rerun starts from step 0")
-        raise TrainingError(
-            f"{what} at step {step}; lower train.learning_rate or set train.grad_clip, and "
-            f"{resume}"
-        )
-
-    def _save(self, step):
-        """Checkpoint `step`, unless the weights are no longer finite (then stop)."""
-        if not all(np.isfinite(v.numpy()).all() for v in self.model.trainable_variables):
-            self._stop(step, "the weights became inf or nan")
-        self.manager.save(checkpoint_number=step)
-
-    def fit(self):
-        """Train to num_train_steps (resuming if possible), evaluate, write the artifacts."""
-        start = self.resume()
-        total = self.train.num_train_steps
-        data = self.task.dataset("train", self.train.batch_size, repeat=True).skip(start)
-        iterator = iter(self._distribute(data))
-        progress = Progress(total, self.verbose)
-        began, trained, window = time.perf_counter(), Window(), Window()
-        validation = None
-        for step in range(start + 1, total + 1):
-            tick = time.perf_counter()
-            sums = self._train_step(iterator).numpy()
-            if not np.isfinite(sums[0]):
-                self._stop(step, f"the training loss became {sums[0]}")
-            window.add(sums, time.perf_counter() - tick)
-            trained.add(sums, time.perf_counter() - tick)
-            if step % self.train.log_every == 0 or step == total:
-                self._log_train(step, window, progress)
-                window = Window()
-            if step % self.train.eval_every == 0 or step == total:
-                validation = self._validate(step, progress)
-            if step % self.train.checkpoint_every == 0 or step == total:
-                self._save(step)
-        return self.finish(validation, trained, time.perf_counter() - began)
-
-    def finish(self, validation, trained, wall):
-        """Test evaluation, metrics.json and model.keras (chief only, written atomically)."""
-        validation = validation or self.evaluate("validation", self.train.eval_batches)
-        test = self.evaluate("test")
-        self.metrics = {
-            "task": self.config.task.name,
-            "model": self.config.model.attention,
-            "steps": self.current_step(),
-            "trained_steps": trained.steps,
-            "test_accuracy": test["accuracy"],
-            "test_loss": test["loss"],
-            "test_examples": test["examples"],
-            "validation_accuracy": validation["accuracy"],
-            "validation_loss": validation["loss"],
-            "wall_time_s": wall,
-            "examples_per_second": trained.scalars()["examples_per_second"] if trained.steps else None,
-            "parameters": self.model.count_params(),
-            "peak_memory_mb": peak_memory_mb(),
-            "replicas": self.strategy.num_replicas_in_sync,
-        }
-        for writer in self.writers.values():
-            writer.close()
-        if self.chief:
-            files.write_json(self.run_dir / "metrics.json", self.metrics)
-            with files.atomic_path(self.run_dir / "model.keras") as tmp:
-                self.model.save(tmp)
-        else:
-            self._scratch.cleanup()
-        self.say(f"test accuracy {test['accuracy']:.4f} on {test['examples']} examples; "
-                 f"run directory {self.run_dir}")
-        return self.metrics
-
-
-# -- command line -------------------------------------------------------------------------------
-
-
-def build_experiment(task_name, model_name, overrides=(), preset=None, data_dir=None):
-    """The merged, validated config and the task it trains on (model fields the task decides)."""
-    if data_dir:
-        overrides = [*overrides, f"task.data_dir={data_dir}"]
-    tasks.lookup(task_name)
-    config = load_experiment(task_name, model_name, overrides, preset)
-    task = tasks.from_config(config.task, seed=config.train.seed)
-    derived = dict(vocab_size=task.vocab_size, num_classes=task.num_classes,
-                   padding_id=task.padding_id, max_len=task.max_len,
-                   two_tower=task.num_inputs == 2)
-    model = dataclasses.replace(config.model, **derived)
-    return ExperimentConfig(task=config.task, model=model, train=config.train), task
+import arena_tf.tasks as tasks  # noqa: E402
+from arena_tf.config import ConfigError  # noqa: E402
+from arena_tf.distribute import STRATEGIES, StrategyError, describe, is_chief, make_strategy  # noqa: E402
+from arena_tf.training.console import Progress  # noqa: E402
+from arena_tf.training.errors import TrainingError, first_line, op_error_cause  # noqa: E402
+from arena_tf.training.experiment import build_experiment, check_data, plan_line  # noqa: E402
+from arena_tf.training.tf_trainer import Trainer  # noqa: E402
 
 
 def positive_int(text):
@@ -399,7 +47,7 @@ def positive_int(text):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog="python -m arena_tf.train", description="Train an LRA model.",
     )
     parser.add_argument("--task", required=True, help=f"one of {', '.join(tasks.TASKS)}")
@@ -430,48 +78,72 @@ def default_run_dir(args):
     return f"runs/{args.task}-{args.model}" + (f"-{args.preset}" if args.preset else "")
 
 
-def setup(args):
-    """The Trainer the arguments describe. The checks of names, shapes and parameters that tasks,
-    layers and generators make raise ValueError; here they become ConfigError (one line on the
-    command line), while a ValueError during training is a bug and keeps its traceback."""
+def as_config_error(error):
+    """A ValueError of a task, layer or generator check, as a one-line user error."""
+    text = first_line(error)
+    if "; expected " in text:
+        return cli.UsageError(text) if text.count("; ") >= 2 else cli.UsageError(
+            text, None, "change the value with --set or in the config YAML")
+    return cli.UsageError(text, "a configuration the task and model accept",
+                          "change the value with --set or in the config YAML")
+
+
+def setup(args, progress=None):
+    """The Trainer the arguments describe, with everything checked and nothing written yet. The
+    checks of names, shapes and parameters that tasks, layers and generators make raise
+    ValueError; here they become one-line errors, while a ValueError during training is a bug and
+    keeps its traceback."""
     overrides = list(args.overrides)
     if args.precision:
         overrides.append(f"train.precision={args.precision}")
     strategy = make_strategy(args.strategy, args.tpu, args.cpu_devices)
+    progress = progress or Progress(None, True)
+    progress.enabled = progress.enabled and is_chief(strategy)
+    run_dir = args.run_dir or default_run_dir(args)
     try:
         config, task = build_experiment(args.task, args.model, overrides, args.preset,
                                         args.data_dir)
-        task.load_split("train")  # missing data stops here, before a run directory is made
-        return Trainer(config, task, args.run_dir or default_run_dir(args), strategy), config
-    except ConfigError:
+        progress.note(config.to_yaml().rstrip())
+        progress.note(f"strategy: {describe(strategy)}")
+        progress.note(f"TensorBoard: tensorboard --logdir {run_dir}")
+        progress.note(plan_line(config, strategy, run_dir))
+        with progress.working(f"checking the {args.task} data (generated when absent)"):
+            check_data(config, task)
+        with progress.working(f"building the {args.model} model"):
+            trainer = Trainer(config, task, run_dir, strategy, verbose=progress.enabled,
+                              progress=progress)
+        return trainer, config
+    except (ConfigError, cli.CommandError, tasks.DataNotFoundError):
         raise
     except ValueError as error:
-        raise ConfigError(str(error)) from error
+        raise as_config_error(error) from error
 
 
 def run(args):
     """Build everything the arguments name, train, and return the Trainer (its .metrics set)."""
-    trainer, config = setup(args)
-    trainer.say(config.to_yaml().rstrip())
-    trainer.say(f"strategy: {describe(trainer.strategy)}")
-    trainer.say(f"TensorBoard: tensorboard --logdir {trainer.run_dir}")
-    trainer.fit()
+    progress = Progress(None, True)
+    try:
+        trainer, _ = setup(args, progress)
+        trainer.fit()
+    finally:
+        progress.close()
     return trainer
 
 
-ERRORS = (ConfigError, tasks.DataNotFoundError, StrategyError, TrainingError, tf.errors.OpError)
-
-
 def main(argv=None):
-    """Command-line entry: 0 on success, 2 with one `error: ...` line on bad input or divergence."""
+    """Command-line entry: 0 on success; one `error: ...` line and 2 on bad input, 1 when the run
+    itself failed (`--debug`: the traceback instead)."""
     args = parse_args(argv)
-    try:
-        run(args)
-    except ERRORS as error:
-        message = getattr(error, "message", None) or str(error)
-        print(f"error: {message.strip().splitlines()[0]}", file=sys.stderr)
-        return 2
-    return 0
+
+    def body():
+        try:
+            run(args)
+        except tf.errors.OpError as error:  # outside the loop: setting up the devices or data
+            raise TrainingError(f"TensorFlow stopped the run: {op_error_cause(error)}",
+                                "the run to start", "rerun with --debug for the details") from None
+
+    return cli.run_main(body, debug=args.debug,
+                        usage=(ConfigError, tasks.DataNotFoundError, StrategyError))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,17 @@
 """Config merging: files, presets and --set; every bad key or value named with where it came from."""
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import pytest
 
+from arena_tf import cli
 from arena_tf.config import ConfigError, load_experiment, parse_override
+from tests.one_line import STYLE, assert_one_error_line
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 DERIVED = dict(vocab_size=16, num_classes=10, padding_id=0, max_len=2000)
 
@@ -71,3 +80,70 @@ def test_set_reaches_any_depth_and_reads_exponent_numbers(configs):
                              preset="tiny", derived=DERIVED, configs_dir=configs)
     assert config.task.params == {"generator_spec": {"train": 500, "test": 10}}
     assert config.train.learning_rate == 0.001
+
+
+# -- bad input on the command line: one line in the shared style, exit 2, nothing written ---------
+
+
+def test_config_errors_are_usage_errors_and_still_value_errors():
+    assert issubclass(ConfigError, cli.UsageError) and issubclass(ConfigError, ValueError)
+    error = ConfigError("x=1 is invalid", ">= 2", "set x to 2")
+    assert str(error) == "x=1 is invalid; expected >= 2; set x to 2" and error.exit_code == 2
+
+
+def test_set_with_invalid_yaml_is_one_line_through_the_cli(tmp_path):
+    """The probe's input, as a user types it: `--set 'train.batch_size=[1,'`."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run(
+        [sys.executable, "-m", "arena_tf.train", "--task=listops", "--model=linformer",
+         "--preset=tiny", "--set", "train.batch_size=[1,"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert_one_error_line(done.stderr, "--set 'train.batch_size=[1,': the value '[1,' is not "
+                                       "valid YAML", "expected a YAML value after the '='")
+    assert not any(tmp_path.iterdir()), "the command left files behind (runs/, data/)"
+
+
+@pytest.mark.parametrize(
+    "override, says",
+    [
+        ("model.attention_params={projected_length: 8, projected_length: 9}",
+         "--set 'model.attention_params={projected_length: 8, projected_length: 9}' gives the key "
+         "projected_length twice; expected each key once in a mapping"),
+        ("train.batch_size=[1,", "the value '[1,' is not valid YAML"),
+        ("train.learning_rate='0.1", "the value \"'0.1\" is not valid YAML"),
+        ("task.params=!!python/object:os.system x", "could not determine a constructor"),
+        ("model.attention_params={[1]: 2}", "not valid YAML (while constructing a mapping"),
+    ],
+)
+def test_bad_set_values_are_one_line_and_exit_2(capsys, tmp_path, monkeypatch, override, says):
+    monkeypatch.chdir(tmp_path)
+    code = cli.run_main(lambda: load_experiment("listops", "linformer", [override], preset="tiny",
+                                                derived=DERIVED))
+    assert code == 2
+    assert_one_error_line(capsys.readouterr().err, says)
+    assert not any(tmp_path.iterdir())
+
+
+def test_bad_yaml_in_a_file_names_the_file_and_line(configs):
+    write(configs / "presets" / "tiny.yaml", "train:\n  batch_size: 4\n  schedule: [cosine\n")
+    with pytest.raises(ConfigError, match=r"tiny.yaml: not valid YAML at line 4 .*; expected a YAML "
+                                          r"mapping of sections; correct the YAML of .*tiny.yaml"):
+        load_experiment("listops", "local", preset="tiny", derived=DERIVED, configs_dir=configs)
+
+
+def test_a_section_that_is_not_a_mapping_is_one_clear_error(configs):
+    write(configs / "presets" / "tiny.yaml", "train: 5\n")
+    with pytest.raises(ConfigError, match=r"tiny.yaml: section train holds 5, not keys and values"):
+        load_experiment("listops", "local", preset="tiny", derived=DERIVED, configs_dir=configs)
+
+
+def test_every_config_error_reads_what_expected_fix(configs):
+    bad = ["train.batch_size=0", "train.learning_rate=0", "train.schedule=linear",
+           "model.dropout=1.5", "model.qkv_dim=30", "model.pooling=max", "train.batch_size=big",
+           "train.nope=1", "nope.x=1", "train=1"]
+    for override in bad:
+        with pytest.raises(ConfigError) as caught:
+            load_experiment("listops", "local", [override], derived=DERIVED, configs_dir=configs)
+        assert STYLE.match(f"error: {caught.value}\n"), (override, str(caught.value))

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from arena_tf.generators import atomic_writer
+from arena_tf.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -210,8 +211,9 @@ def _digest(text):
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
-def _write_split(out, spec, split, seen, pool_map):
-    """Write spec.size(split) distinct trees not in `seen` yet, shard by shard in index order."""
+def _write_split(out, spec, split, seen, pool_map, progress=None):
+    """Write spec.size(split) distinct trees not in `seen` yet, shard by shard in index order;
+    `progress.update` counts the trees written."""
     out.write(HEADER)
     written, next_shard = 0, 0
     while written < spec.size(split):
@@ -220,12 +222,15 @@ def _write_split(out, spec, split, seen, pool_map):
         next_shard += shards
         before = written
         for shard in pool_map(_generate_shard_args, jobs):
+            shard_start = written
             for text, value in shard:
                 key = _digest(text)
                 if written < spec.size(split) and key not in seen:
                     seen.add(key)
                     out.write(f"{text}\t{value}\n")
                     written += 1
+            if progress is not None:
+                progress.update(written - shard_start)
         if written == before:
             raise ValueError(
                 f"ListOps {split}: no new distinct tree in {shards * SHARD_SIZE} draws; the spec "
@@ -255,15 +260,21 @@ def generated_spec(folder):
 
 
 def generate(out_dir, spec=None, processes=None):
-    """Write the three split files into `out_dir`; return {split: path}. Same spec, same bytes."""
+    """Write the three split files into `out_dir`; return {split: path}. Same spec, same bytes.
+    A progress line (done/total, rate, ETA) goes to stderr every few seconds (`progress`)."""
     spec = spec or ListOpsSpec()
     processes = processes or os.cpu_count() or 1
     paths = {split: Path(out_dir) / name for split, name in SPLIT_FILES.items()}
     seen = set()
     started = time.perf_counter()
-    with _shard_mapper(processes) as pool_map, contextlib.ExitStack() as files:
+    total = sum(spec.size(split) for split in SPLIT_FILES)
+    progress = Progress(f"listops: generating into {out_dir}", total, "expressions")
+    with progress.ticking(), _shard_mapper(processes) as pool_map, \
+            contextlib.ExitStack() as files:
         for split, path in paths.items():
-            _write_split(files.enter_context(atomic_writer(path)), spec, split, seen, pool_map)
+            _write_split(files.enter_context(atomic_writer(path)), spec, split, seen, pool_map,
+                         progress)
+    progress.finish()
     with atomic_writer(Path(out_dir) / SPEC_FILE) as out:
         json.dump(dataclasses.asdict(spec), out, indent=2, sort_keys=True)
     log.info("generated ListOps %s in %.1f s into %s", spec, time.perf_counter() - started, out_dir)

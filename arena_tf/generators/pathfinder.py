@@ -41,6 +41,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from arena_tf.generators import atomic_writer
+from arena_tf.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -478,25 +479,12 @@ def _run(jobs, processes, report):
             report(done)
 
 
-def _progress(total):
-    """A callback counting written images and logging the rate about every tenth of the way."""
-    state = {"done": 0, "shown": 0, "start": time.perf_counter()}
-
-    def report(count):
-        state["done"] += count
-        if state["done"] - state["shown"] >= total / 10 or state["done"] == total:
-            state["shown"] = state["done"]
-            rate = state["done"] / max(time.perf_counter() - state["start"], 1e-9)
-            log.info("pathfinder: %d/%d images, %.0f/s", state["done"], total, rate)
-
-    return report
-
-
 def write_dataset(root, config, num_examples, seed=0, processes=None, images_per_folder=1000):
     """Generate `num_examples` images in the LRA release layout under `root` and return the dataset
     directory (root/pathfinder<size>/curv_contour_length_<n>): imgs/<k>/sample_<n>.png and
     metadata/<k>.npy (text), plus generator.json. An existing identical dataset is reused; an
-    interrupted run resumes from its last finished folder."""
+    interrupted run resumes from its last finished folder. A progress line (done/total, rate, ETA)
+    goes to stderr every few seconds."""
     final = Path(root) / config.release_path
     info = dataset_info(config, seed, num_examples, images_per_folder)
     if final.exists():
@@ -517,7 +505,11 @@ def write_dataset(root, config, num_examples, seed=0, processes=None, images_per
         for folder, start in enumerate(range(0, num_examples, images_per_folder))
         if not (partial / "metadata" / f"{folder}.npy").exists()
     ]
-    _run(jobs, processes or len(os.sched_getaffinity(0)), _progress(num_examples))
+    progress = Progress(f"pathfinder{config.size}: generating into {final}",
+                        sum(stop - start for _, _, _, start, stop, _ in jobs), "images")
+    with progress.ticking():
+        _run(jobs, processes or len(os.sched_getaffinity(0)), progress.update)
+    progress.finish()
     os.replace(partial, final)
     return final
 

@@ -7,7 +7,8 @@
 
 import importlib
 
-from arena_tf.tasks.base import SPLITS, DataNotFoundError, Task
+from arena_tf.config import ConfigError
+from arena_tf.tasks.base import SPLITS, BadDataError, DataNotFoundError, Task
 
 _REGISTRY = {}
 
@@ -28,9 +29,11 @@ def available():
 
 
 def lookup(name):
-    """The Task class registered under `name`; a ValueError listing the names otherwise."""
+    """The Task class registered under `name`; a ConfigError (a ValueError, exit 2 on the command
+    line) listing the names otherwise."""
     if name not in _REGISTRY:
-        raise ValueError(f"unknown task {name!r}; expected one of {', '.join(available())}")
+        raise ConfigError(f"unknown task {name!r}", f"one of {', '.join(available())}",
+                          "pass --task with one of them")
     return _REGISTRY[name]
 
 
@@ -48,4 +51,5 @@ def from_config(task_config, seed=0):
 for _module in TASKS:  # importing a module registers what it defines
     importlib.import_module(f"arena_tf.tasks.{_module}")
 
-__all__ = ["SPLITS", "DataNotFoundError", "Task", "available", "from_config", "get", "lookup", "register"]
+__all__ = ["SPLITS", "BadDataError", "DataNotFoundError", "Task", "available", "from_config", "get",
+           "lookup", "register"]

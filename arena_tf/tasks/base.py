@@ -10,9 +10,21 @@ source and the machine can reach it), or the project's own generator; when none 
 
 import abc
 
+from arena_tf.cli import UsageError
 
-class DataNotFoundError(RuntimeError):
-    """No source could serve a task's data; the message says what was looked for and how to get it."""
+
+class DataNotFoundError(UsageError, RuntimeError):
+    """No source could serve a task's data; the message says what was looked for and how to get it.
+
+    A user's mistake (exit 2 on the command line, `arena_tf.cli`): raise it with three parts,
+    `DataNotFoundError(what, expected, fix)`, read as `<what>; expected <expected>; <fix>`. Still a
+    RuntimeError, for the `except` clauses written before."""
+
+
+class BadDataError(DataNotFoundError, ValueError):
+    """The data is there but not in the task's format (a malformed line, unreadable images,
+    generated with other settings); the message names the file (and line) and how to repair it.
+    Also a ValueError, as these checks raised before."""
 
 
 SPLITS = ("train", "validation", "test")

@@ -5,6 +5,11 @@ Data, in order: the LRA release files `basic_{train,val,test}.tsv` in `data_dir`
 (`arena_tf.generators.listops`, LRA rules, 96K / 2K / 2K, seed 0) writes them once into `data_dir`
 (default ./data/listops) and later runs reuse them.
 
+Checks: the first use of the files in a process reads each once and refuses
+a malformed line (not two tab-separated columns, a value other than 0-9, a token outside the
+vocabulary, brackets that do not pair up) with a BadDataError naming the file and line; the
+label counts of `prepare` come from that reading.
+
 Encoding: parentheses are dropped (as in the reference loader) and each remaining token gets its
 id in the fixed VOCABULARY below (ids 1..15; the reference's order came from a Python set and
 changed between processes); 0 is padding; vocabulary size 16; max_len 2000.
@@ -13,13 +18,16 @@ changed between processes); 0 is padding; vocabulary size 16; max_len 2000.
     tokens, label = next(iter(task.load_split("validation")))   # int32 [2000], int32 scalar
 """
 
+import collections
 import logging
+import os
 
 import tensorflow as tf
 
 from arena_tf.generators import listops as generator
+from arena_tf.progress import Progress
 from arena_tf.tasks import register, sources
-from arena_tf.tasks.base import SPLITS, DataNotFoundError, Task
+from arena_tf.tasks.base import SPLITS, BadDataError, DataNotFoundError, Task
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +37,12 @@ VOCABULARY = (*generator.VALUES, "[MIN", "[MAX", "[MED", "[SM", generator.END)
 DROPPED = ("(", ")")
 SUBFOLDERS = ("", "listops-1000", "lra_release/listops-1000")
 HEADER = generator.HEADER.rstrip("\n")
+TOKENS = frozenset(token.encode() for token in (*VOCABULARY, *DROPPED))
+LABELS = {value.encode(): int(value) for value in generator.VALUES}
+LINE_FORMAT = (
+    "'EXPRESSION<tab>VALUE' lines as in the LRA release, e.g. '( [MAX 2 9 ] )<tab>9': a value "
+    "0-9, ListOps tokens only, one ']' per operator and one ')' per '('"
+)
 
 
 @register
@@ -70,20 +84,29 @@ class ListOps(sources.TextPreview, Task):
         )
 
     def prepare(self):
-        return {split: sources.summarize(self.load_split(split)) for split in SPLITS}
+        files = self.files()
+        return {split: check_file(files[split]).summary for split in SPLITS}
 
     def files(self):
-        """{split: path} of the release files, generating them first if no folder holds them."""
+        """{split: path} of the release files, generating them first if no folder holds them, each
+        checked line by line (once per process); BadDataError at the first malformed line."""
         root = sources.data_root(self.name, self.data_dir)
         names = list(generator.SPLIT_FILES.values())
         folder = sources.find_folder(root, names, SUBFOLDERS) or self._generate(root, names)
         made_with = generator.generated_spec(folder)
         if self.requested_spec and made_with and made_with != self.requested_spec:
-            raise DataNotFoundError(
-                f"listops: {folder} holds data generated with {made_with}, not the requested "
-                f"{self.requested_spec}; use another --data_dir or delete that folder"
+            raise BadDataError(
+                f"listops: {folder} holds data generated with {made_with}",
+                f"data generated with the requested {self.requested_spec}",
+                "use another --data_dir or delete that folder to generate it again",
             )
-        return {split: folder / name for split, name in generator.SPLIT_FILES.items()}
+        paths = {split: folder / name for split, name in generator.SPLIT_FILES.items()}
+        fix = (f"delete {folder} to generate it again" if made_with else
+               "correct or delete that line, or restore the file from the LRA release "
+               "(listops-1000/)")
+        for path in paths.values():
+            check_file(path, fix)
+        return paths
 
     def location(self):
         """The folder holding the split files."""
@@ -99,8 +122,9 @@ class ListOps(sources.TextPreview, Task):
         if partial:
             raise DataNotFoundError(
                 f"listops: found only {', '.join(map(str, partial))} of {', '.join(names)} in "
-                f"{sources.places(root, SUBFOLDERS)}; restore the missing files, or remove these "
-                f"to let the generator write all three"
+                f"{sources.places(root, SUBFOLDERS)}",
+                "all three files in one folder",
+                "restore the missing files, or remove these to let the generator write all three",
             )
         log.info("listops: no release files in %s; generating %s", root, self.generator_spec)
         try:
@@ -108,8 +132,9 @@ class ListOps(sources.TextPreview, Task):
         except OSError as error:
             raise DataNotFoundError(
                 f"listops: no {', '.join(names)} in {sources.places(root, SUBFOLDERS)} and the "
-                f"generator could not write there ({error}); pass --data_dir=DIR with DIR holding "
-                f"the LRA release files or writable"
+                f"generator could not write there ({error})",
+                "the LRA release files there, or a writable folder",
+                "pass --data_dir=DIR with DIR holding the LRA release files or writable",
             ) from error
         return root
 
@@ -131,6 +156,81 @@ def _token_table():
     values = list(range(1, len(VOCABULARY) + 1)) + [0] * len(DROPPED)
     initializer = tf.lookup.KeyValueTensorInitializer(keys, tf.constant(values, tf.int32))
     return tf.lookup.StaticHashTable(initializer, default_value=-1)
+
+
+Scan = collections.namedtuple("Scan", ["lines", "summary"])
+_SCANS = {}  # (path, size, mtime) -> Scan: each file is read once per process
+
+
+def check_file(path, fix="correct or delete that line, or restore the file from the LRA release"):
+    """Scan(lines, summary) of a ListOps TSV after checking every line once per process (cached
+    while the file is unchanged); BadDataError naming the first malformed line, what is wrong
+    with it, how many lines are, and `fix`. Lines are split on '\\n' as TextLineDataset does;
+    a first line 'Source<tab>Target' is the header."""
+    stat = os.stat(path)
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _SCANS:
+        _SCANS[key] = _scan(path, stat.st_size, fix)
+    return _SCANS[key]
+
+
+def _scan(path, size, fix):
+    labels = collections.Counter()
+    first, bad, lines = None, 0, 0
+    progress = Progress(f"listops: checking {path}", size, "MB", scale=1e6)
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            progress.update(len(line))
+            line = line.rstrip(b"\n").rstrip(b"\r")
+            if number == 1 and line.decode("utf-8", "replace") == HEADER:
+                continue
+            problem, label = _check_line(line)
+            if problem is None:
+                labels[label] += 1
+                lines += 1
+                continue
+            bad += 1
+            first = first or (number, problem)
+    progress.finish()
+    if first:
+        more = f" (and {bad - 1} more malformed line{'s' * (bad > 2)})" if bad > 1 else ""
+        raise BadDataError(f"listops: {path}:{first[0]}: {first[1]}{more}", LINE_FORMAT, fix)
+    if not lines:
+        raise BadDataError(f"listops: {path} holds no example", LINE_FORMAT,
+                           "restore the file from the LRA release, or delete the folder to "
+                           "generate it again")
+    return Scan(lines, {"examples": lines, "labels": dict(sorted(labels.items()))})
+
+
+def _check_line(line):
+    """(None, label) for a well-formed line, (what is wrong, None) otherwise."""
+    fields = line.split(b"\t")
+    if len(fields) != 2:
+        shown = line.decode("utf-8", "replace")
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return (f"{len(fields)} tab-separated column{'s' * (len(fields) != 1)} instead of 2 "
+                f"({shown!r})"), None
+    expression, value = fields[0], fields[1].strip()
+    if value not in LABELS:
+        return f"the value {value.decode('utf-8', 'replace')[:20]!r} is not a number 0-9", None
+    tokens = expression.split()
+    if not tokens:
+        return "no expression before the tab", None
+    unknown = set(tokens) - TOKENS
+    if unknown:
+        token = min(unknown, key=tokens.index).decode("utf-8", "replace")[:20]
+        return f"{token!r} is not a ListOps token", None
+    operators, closing = expression.count(b"["), expression.count(b"]")
+    if operators != closing:
+        return f"unbalanced brackets ({_count(operators, 'operator')}, {closing} ']')", None
+    opening, closed = expression.count(b"("), expression.count(b")")
+    if opening != closed:
+        return f"unbalanced parentheses ({opening} '(', {closed} ')')", None
+    return None, LABELS[value]
+
+
+def _count(number, noun):
+    return f"{number} {noun}{'s' * (number != 1)}"
 
 
 def _has_header(path):

@@ -11,8 +11,18 @@ reuse it; `num_examples` sets its size (default 200K, as the release). `difficul
 curv_contour_length_9) instead.
 
 Splits, as in LRA: the metadata files in numeric order, their lines in file order; the first 80%
-train, the next 10% validation, the last 10% test. An all-zero or unreadable image (the release has
-one, curv_baseline/imgs/0/sample_172.png) is skipped with a `SkippedImageWarning` naming the file.
+train, the next 10% validation, the last 10% test. A malformed metadata line is a BadDataError
+naming the file and line.
+
+Unreadable images: the first use of a dataset in a process (prepare, or training's first split)
+reads every listed file once, without decoding it: the PNG signature, each chunk's length and
+checksum, and the closing IEND chunk. Unreadable files
+(0 bytes, truncated, not a PNG, a bad checksum) are counted: up to `max_bad_images` (default at
+most 10 and at most 1% of the images) are left out of their splits with one warning line on stderr
+naming the first few; more are a BadDataError naming the first few. A missing file is always a
+DataNotFoundError. The pixels are decoded once, by the input pipeline. An all-zero image (the
+release has one, curv_baseline/imgs/0/sample_172.png) is skipped there with a
+`SkippedImageWarning` naming the file.
 
 Encoding: pixel values 0..255 flattened row-major to 1024 tokens, vocabulary 256, no padding id
 (the reference code treated 0 as padding and so masked black pixels, a bug not copied here).
@@ -21,23 +31,33 @@ Encoding: pixel values 0..255 flattened row-major to 1024 tokens, vocabulary 256
     pixels, label = next(iter(task.load_split("test")))   # int32 [1024] in 0..255, int32 0 / 1
 """
 
+import collections
 import logging
 import os
+import sys
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
+from arena_tf.config import ConfigError
 from arena_tf.generators import pathfinder as generator
+from arena_tf.progress import Progress
 from arena_tf.tasks import register, sources
-from arena_tf.tasks.base import SPLITS, DataNotFoundError, Task
+from arena_tf.tasks.base import SPLITS, BadDataError, DataNotFoundError, Task
 
 log = logging.getLogger(__name__)
 
 SPLIT_BOUNDS = {"train": (0.0, 0.8), "validation": (0.8, 0.9), "test": (0.9, 1.0)}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 FIRST_METADATA = "metadata/0.npy"
+BAD_IMAGE_LIMIT = 10  # unreadable images skipped at most (and at most BAD_IMAGE_SHARE of them)
+BAD_IMAGE_SHARE = 0.01
+NAMED_IMAGES = 3  # unreadable images named in a message
+METADATA_FORMAT = ("lines 'imgs/<k> sample_<n>.png index label ...' (at least 4 fields, label 0 "
+                   "or 1) in metadata/<number>.npy text files, as in the LRA release")
 
 
 class SkippedImageWarning(UserWarning):
@@ -46,21 +66,68 @@ class SkippedImageWarning(UserWarning):
 
 def read_index(dataset_dir):
     """[(image path, label)] of a release-layout directory: metadata/<k>.npy in numeric order of k,
-    lines in file order; paths are strings. A malformed line raises ValueError naming the file and
-    line."""
+    lines in file order; paths are strings. A malformed line raises BadDataError (a ValueError)
+    naming the file and line."""
     index = []
+    fix = _repair_advice(dataset_dir)
     for metadata in sorted(Path(dataset_dir, "metadata").glob("*.npy"), key=_metadata_number):
-        for number, line in enumerate(metadata.read_text().splitlines(), 1):
+        try:
+            text = metadata.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = metadata.read_bytes()[: error.start].count(b"\n") + 1
+            byte = error.object[error.start]
+            raise BadDataError(f"{metadata}:{line}: not text (byte {byte:#04x})", METADATA_FORMAT,
+                               fix) from None
+        except OSError as error:
+            raise BadDataError(f"cannot read {metadata} ({error.strerror or error})",
+                               METADATA_FORMAT, fix) from None
+        for number, line in enumerate(text.split("\n"), 1):
             fields = line.split()
             if not fields:
                 continue
-            if len(fields) < 4 or fields[3] not in ("0", "1"):
-                raise ValueError(
-                    f"{metadata}:{number}: expected 'folder file index label ...' with label 0 or "
-                    f"1, got {line!r}; restore the file from the LRA release or regenerate it"
-                )
+            if len(fields) < 4 or fields[3] not in ("0", "1") or ".." in Path(fields[0]).parts \
+                    or os.path.isabs(fields[0]):
+                shown = line if len(line) <= 60 else line[:57] + "..."
+                raise BadDataError(f"{metadata}:{number}: malformed line {shown!r}",
+                                   METADATA_FORMAT, fix)
             index.append((os.path.join(dataset_dir, fields[0], fields[1]), int(fields[3])))
     return index
+
+
+def _repair_advice(dataset_dir):
+    """How to repair a dataset directory: regenerate what the generator made, restore a release."""
+    if generator.read_info(dataset_dir) is not None:
+        return f"delete {dataset_dir} to generate it again"
+    return "restore the files from the LRA release"
+
+
+def png_problem(path):
+    """None for a whole PNG file, else what is wrong with it ('missing', 'empty' (0 bytes),
+    'truncated', 'not PNG', 'bad checksum', 'unreadable'), found from its bytes without decoding
+    the pixels: the signature, each chunk's length and CRC, and a closing IEND chunk."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return "missing"
+    except OSError as error:
+        return "unreadable"
+    if not data:
+        return "empty"
+    if not data.startswith(PNG_SIGNATURE):
+        return "not PNG"
+    position, size = len(PNG_SIGNATURE), len(data)
+    while position + 12 <= size:
+        length = int.from_bytes(data[position:position + 4], "big")
+        end = position + 12 + length
+        if end > size:
+            return "truncated"
+        if zlib.crc32(data[position + 4:end - 4]) != int.from_bytes(data[end - 4:end], "big"):
+            return "bad checksum"
+        if data[position + 4:position + 8] == b"IEND":
+            return None
+        position = end
+    return "truncated"
 
 
 def split_bounds(count, split):
@@ -71,7 +138,8 @@ def split_bounds(count, split):
 
 def _metadata_number(path):
     if not path.stem.isdigit():
-        raise ValueError(f"{path}: metadata files are named <number>.npy; move or rename this file")
+        raise BadDataError(f"{path}: a metadata file not named by a number",
+                           "metadata/<number>.npy files only", "move or rename this file")
     return int(path.stem)
 
 
@@ -93,7 +161,8 @@ class Pathfinder(Task):
     generate, default `default_num_examples`), `generator_seed` (default 0), `processes`
     (generator processes; the images do not depend on it) and `generate` (False: read only). When
     `num_examples` or `generator_seed` is None, an existing generated set is reused whatever its
-    value; a value given must match it.
+    value; a value given must match it. `max_bad_images`: how many unreadable images may be
+    skipped (default: at most BAD_IMAGE_LIMIT and at most BAD_IMAGE_SHARE of the images).
     """
 
     name = "pathfinder"
@@ -106,20 +175,26 @@ class Pathfinder(Task):
     default_num_examples = 200_000
 
     def __init__(self, data_dir=None, max_len=None, seed=0, difficulty="hard", num_examples=None,
-                 generator_seed=None, processes=None, generate=True):
+                 generator_seed=None, processes=None, generate=True, max_bad_images=None):
         super().__init__(data_dir=data_dir, max_len=max_len, seed=seed)
         self.generate = generate
         self.generator_config = generator.config_for(self.generator_config.size, difficulty)
         side = self.generator_config.size
         if self.max_len != side * side:
-            raise ValueError(
-                f"{self.name}: max_len must be {side * side} ({side} x {side} pixels); got "
-                f"{self.max_len}: leave max_len unset for this task"
-            )
+            raise ConfigError(f"{self.name}: max_len {self.max_len} is invalid",
+                              f"max_len {side * side} ({side} x {side} pixels)",
+                              "leave task.max_len unset for this task")
+        if max_bad_images is not None and (isinstance(max_bad_images, bool)
+                                           or not isinstance(max_bad_images, int)
+                                           or max_bad_images < 0):
+            raise ConfigError(f"{self.name}: max_bad_images={max_bad_images!r} is invalid",
+                              "a count >= 0", "set task.params.max_bad_images to 0 or more")
         self.num_examples = num_examples
         self.generator_seed = generator_seed
         self.processes = processes
+        self.max_bad_images = max_bad_images
         self._index = None
+        self._unreadable = frozenset()
 
     @property
     def subfolders(self):
@@ -141,16 +216,69 @@ class Pathfinder(Task):
         return str(self.dataset_dir())
 
     def examples(self, split):
-        """[(image path string, label)] of `split`, in order (before skipping empty images)."""
+        """[(image path string, label)] of `split`, in order, without the unreadable files (before
+        skipping all-zero images). The first call checks every file (`check_images`)."""
         if self._index is None:
-            self._index = read_index(self.dataset_dir())
-            if not self._index:
+            directory = self.dataset_dir()
+            index = read_index(directory)
+            if not index:
                 raise DataNotFoundError(
-                    f"{self.name}: no metadata lines in {self.dataset_dir()}/metadata; restore "
-                    "the files from the LRA release or delete the directory to regenerate it"
+                    f"{self.name}: no metadata lines in {directory}/metadata",
+                    METADATA_FORMAT,
+                    "restore the files from the LRA release or delete the directory to "
+                    "regenerate it",
                 )
-        start, stop = split_bounds(len(self._index), split)
-        return self._index[start:stop]
+            self._unreadable = self.check_images(directory, index)
+            self._index = index
+        start, stop = split_bounds(len(self._index), sources.check_split(split))
+        return [pair for pair in self._index[start:stop] if pair[0] not in self._unreadable]
+
+    def bad_image_limit(self, count):
+        """How many unreadable images of `count` may be skipped."""
+        if self.max_bad_images is not None:
+            return self.max_bad_images
+        return min(BAD_IMAGE_LIMIT, int(BAD_IMAGE_SHARE * count))
+
+    def check_images(self, directory, index):
+        """The set of unreadable image paths of `index`, after reading each file once (with a
+        progress line every few seconds); a DataNotFoundError if one is missing, a BadDataError if
+        more are unreadable than may be skipped, else one warning line on stderr when any is."""
+        problems = {}
+        with Progress(f"{self.name}: checking images in {directory}", len(index),
+                      "images") as progress:
+            for path, _ in index:
+                problem = png_problem(path)
+                if problem:
+                    problems[path] = problem
+                progress.update()
+        if not problems:
+            return frozenset()
+        kinds = collections.Counter(problems.values())
+        named = ", ".join(list(problems)[:NAMED_IMAGES])
+        named += ", ..." * (len(problems) > NAMED_IMAGES)
+        fix = _repair_advice(directory)
+        if "missing" in kinds:
+            missing = [path for path, problem in problems.items() if problem == "missing"]
+            are = "image listed in the metadata is" if len(missing) == 1 else \
+                "images listed in the metadata are"
+            raise DataNotFoundError(
+                f"{self.name}: {len(missing)} {are} missing (first: {missing[0]})",
+                "every listed image in place", fix)
+        summary = ", ".join(f"{count} {kind}" for kind, count in kinds.most_common())
+        limit = self.bad_image_limit(len(index))
+        what = (f"{self.name}: {len(problems)} of {len(index)} images in {directory} are "
+                f"unreadable ({summary}: {named})")
+        if len(problems) > limit:
+            raise BadDataError(
+                what,
+                f"whole PNG files, or at most {limit} unreadable to skip (at most "
+                f"{BAD_IMAGE_LIMIT} and {BAD_IMAGE_SHARE:.0%} of the images, unless "
+                f"task.params.max_bad_images says otherwise)",
+                f"{fix}, or skip up to N with --set task.params.max_bad_images=N",
+            )
+        print(f"warning: {what}; skipped them (at most {limit} may be skipped); to use them, "
+              f"{fix}", file=sys.stderr, flush=True)
+        return frozenset(problems)
 
     def load_split(self, split):
         paths, labels = zip(*self.examples(split))
@@ -162,13 +290,6 @@ class Pathfinder(Task):
         summary = {}
         for split in SPLITS:
             examples = self.examples(split)
-            missing = [path for path, _ in examples if not os.path.isfile(path)]
-            if missing:
-                raise DataNotFoundError(
-                    f"{self.name}: {len(missing)} images listed in the metadata are missing (first: "
-                    f"{missing[0]}); restore them from the LRA release or delete "
-                    f"{self.dataset_dir()} to regenerate it"
-                )
             labels = np.bincount([label for _, label in examples], minlength=2)
             summary[split] = {"examples": len(examples), "labels": dict(enumerate(labels.tolist()))}
         return summary
@@ -203,6 +324,13 @@ class Pathfinder(Task):
 
     def _generate(self, root):
         sources.check_generation(self, sources.places(root, self.subfolders))
+        target = Path(root) / self.generator_config.release_path
+        if target.exists():  # where the generator writes, but no metadata/0.npy (else found)
+            raise BadDataError(
+                f"{self.name}: {target} exists but holds no {FIRST_METADATA}",
+                "a release-layout folder (imgs/, metadata/0.npy, ...) or none there",
+                "restore its metadata from the LRA release, or delete it to generate the data",
+            )
         count = self.num_examples or self.default_num_examples
         log.info("%s: no release layout in %s; generating %d images", self.name, root, count)
         try:
@@ -212,8 +340,10 @@ class Pathfinder(Task):
         except OSError as error:
             raise DataNotFoundError(
                 f"{self.name}: no {FIRST_METADATA} in {sources.places(root, self.subfolders)} and "
-                f"the generator could not write there ({error}); pass --data_dir=DIR with DIR "
-                f"holding the LRA release (e.g. lra_release/) or writable"
+                f"the generator could not write there ({error})",
+                "the LRA release there, or a writable folder",
+                "pass --data_dir=DIR with DIR holding the LRA release (e.g. lra_release/) or "
+                "writable",
             ) from error
 
     def _check_generated(self, folder):
@@ -233,10 +363,11 @@ class Pathfinder(Task):
             if info.get(key) != asked[key]
         ]
         if differences:
-            raise ValueError(
+            raise BadDataError(
                 f"{self.name}: {folder}/{generator.INFO_FILE} records generated data with "
-                f"{'; '.join(differences)}; pass the same values, another data_dir, or delete "
-                f"{folder} to generate it again"
+                f"{', '.join(differences)}",
+                "data generated with the settings asked for",
+                f"pass the same values, another data_dir, or delete {folder} to generate it again",
             )
 
 

@@ -18,12 +18,14 @@ the two documents are two inputs for a two-tower model with shared weights.
 
 import collections
 import logging
+import os
 
 import numpy as np
 import tensorflow as tf
 
+from arena_tf.progress import Progress
 from arena_tf.tasks import register, sources
-from arena_tf.tasks.base import DataNotFoundError, Task
+from arena_tf.tasks.base import BadDataError, DataNotFoundError, Task
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +73,11 @@ class Retrieval(sources.TextPreview, Task):
         if folder is None:
             raise DataNotFoundError(
                 f"retrieval: AAN release files {', '.join(SPLIT_FILES.values())} not found in "
-                f"{sources.places(root, SUBFOLDERS)}; the AAN data has no public mirror and cannot "
-                f"be generated: copy them from a copy of the LRA release (lra_release.gz, folder "
-                f"tsv_data/) and pass --data_dir=DIR"
+                f"{sources.places(root, SUBFOLDERS)}",
+                "the LRA release's tsv_data/ files (the AAN data has no public mirror and cannot "
+                "be generated)",
+                "copy them from a copy of the LRA release (lra_release.gz, folder tsv_data/) and "
+                "pass --data_dir=DIR",
             )
         return {split: folder / name for split, name in SPLIT_FILES.items()}
 
@@ -106,8 +110,10 @@ def scan_lines(path):
     array of valid lines and the split summary. Malformed lines are logged with their number (the
     first REPORTED_LINES one by one, then a count)."""
     valid, labels, skipped = [], collections.Counter(), 0
+    progress = Progress(f"retrieval: checking {path}", os.path.getsize(path), "MB", scale=1e6)
     with open(path, "rb") as f:
         for number, line in enumerate(f, start=1):
+            progress.update(len(line))
             problem, label = _check_line(line.rstrip(b"\n").rstrip(b"\r"))
             valid.append(problem is None)
             if problem is None:
@@ -120,10 +126,12 @@ def scan_lines(path):
         log.warning(
             "%s: skipped %d malformed lines, the first %d listed", path, skipped, REPORTED_LINES
         )
+    progress.finish()
     if not labels:
-        raise DataNotFoundError(
-            f"retrieval: {path} holds no valid line; expected {COLUMNS} tab-separated columns: "
-            f"label id1 id2 text1 text2"
+        raise BadDataError(
+            f"retrieval: {path} holds no valid line",
+            f"{COLUMNS} tab-separated columns: label id1 id2 text1 text2",
+            "restore the file from the LRA release (lra_release.gz, folder tsv_data/)",
         )
     summary = {"examples": sum(labels.values()), "labels": dict(sorted(labels.items()))}
     return Scan(np.array(valid, dtype=bool), summary)

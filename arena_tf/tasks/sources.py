@@ -29,7 +29,9 @@ import os
 import socket
 from pathlib import Path
 
+from arena_tf.config import ConfigError
 from arena_tf.files import atomic_writer  # noqa: F401 (shared with the tasks from here)
+from arena_tf.progress import Progress
 from arena_tf.tasks.base import SPLITS, DataNotFoundError, Task
 
 log = logging.getLogger(__name__)
@@ -99,12 +101,17 @@ def decode_bytes(ids):
     return bytes(int(i) - 1 for i in ids if i > 0).decode("utf-8", errors="replace")
 
 
-def summarize(dataset, batch_size=1024):
-    """{"examples": n, "labels": {label: count}} of an (inputs, label) dataset."""
+def summarize(dataset, batch_size=1024, what="counting labels"):
+    """{"examples": n, "labels": {label: count}} of an (inputs, label) dataset, with a progress
+    line every few seconds (`what: done/total examples, rate, ETA`; the total where known)."""
     counts = collections.Counter()
+    total = int(dataset.cardinality())
+    progress = Progress(what, total if total > 0 else None, "examples")
     labels = dataset.map(lambda inputs, label: label).batch(batch_size)
     for batch in labels.as_numpy_iterator():
         counts.update(batch.tolist())
+        progress.update(len(batch))
+    progress.finish()
     return {"examples": sum(counts.values()), "labels": dict(sorted(counts.items()))}
 
 
@@ -134,12 +141,11 @@ class TextPreview:
 
 
 def require_max_len(task, length, why):
-    """A one-line ValueError unless `task.max_len` is `length` (tasks whose length is fixed)."""
+    """A ConfigError (a ValueError) unless `task.max_len` is `length` (tasks whose length is
+    fixed)."""
     if task.max_len != length:
-        raise ValueError(
-            f"{task.name}: max_len must be {length} ({why}); got {task.max_len}: leave max_len "
-            f"unset for this task"
-        )
+        raise ConfigError(f"{task.name}: max_len {task.max_len} is invalid",
+                          f"max_len {length} ({why})", "leave task.max_len unset for this task")
 
 
 def _clip(text, width):
@@ -192,8 +198,9 @@ def check_generation(task, where):
     `generate=False` (reading only, as export does)."""
     if not task.generate:
         raise DataNotFoundError(
-            f"{task.name}: no data in {where}, and generating it is off (generate=False); pass "
-            "--data_dir=DIR with DIR holding the data, or let training generate it first"
+            f"{task.name}: no data in {where}, and generating it is off (generate=False)",
+            "the task's data there",
+            "pass --data_dir=DIR with DIR holding the data, or let training generate it first",
         )
 
 
@@ -249,12 +256,13 @@ class TfdsTask(Task):
             pass
         blocker = self._download_blocker()
         if blocker:
-            raise DataNotFoundError(self._missing_message(blocker))
+            raise DataNotFoundError(*self._missing_message(blocker))
         log.info("%s: downloading TFDS %s into %s", self.name, self.tfds_name, self.location())
         try:
             return load(download=True)
         except Exception as error:  # network, disk or TFDS failures all mean "no source served"
-            raise DataNotFoundError(self._missing_message(f"the download failed ({error})"))
+            problem = " ".join(str(error).split())[:200]
+            raise DataNotFoundError(*self._missing_message(f"the download failed ({problem})"))
 
     def _download_blocker(self):
         """Why no download can be tried now, or None when it can."""
@@ -270,10 +278,14 @@ class TfdsTask(Task):
         return self.data_dir or "TFDS's data directory (~/tensorflow_datasets or TFDS_DATA_DIR)"
 
     def _missing_message(self, blocker):
+        """(what, expected, fix) of a DataNotFoundError: the dataset is missing and why no
+        download served it."""
         target = f" --data_dir={self.data_dir}" if self.data_dir else ""
         command = f"python -m arena_tf.data prepare --task={self.name}{target}"
         return (
             f"{self.name}: TFDS dataset {self.tfds_name!r} is not prepared in {self.location()} "
-            f"and {blocker}; run `{command}` where the machine is online (TFDS downloads it), or "
-            f"pass --data_dir=DIR with DIR holding a prepared copy (DIR/{self.tfds_name}/)"
+            f"and {blocker}",
+            f"a prepared copy (DIR/{self.tfds_name}/) or a machine online",
+            f"run `{command}` where the machine is online (TFDS downloads it), or pass "
+            f"--data_dir=DIR with DIR holding a prepared copy",
         )

@@ -1,15 +1,13 @@
 """`python -m arena_tf.data prepare`: sizes and label balance, previews, one-line errors."""
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from arena_tf import data
+from arena_tf.config import ConfigError
 from arena_tf.generators import listops
+from tests.one_line import assert_one_error_line
 
 
 def run(capsys, *argv):
@@ -50,27 +48,38 @@ def test_preview_prints_decoded_examples(capsys, tiny_listops_dir):
         (["prepare", "--task=nope"], 2, "unknown task 'nope'; expected one of image, listops"),
         (["prepare"], 2, "the following arguments are required: --task"),
         (["prepare", "--task=listops", "--bogus=1"], 2, "unrecognized arguments: --bogus=1"),
-        (["prepare", "--task=retrieval", "--data_dir=/nonexistent"], 1, "no public mirror"),
-        (["prepare", "--task=text", "--data_dir=/nonexistent"], 1, "'imdb_reviews' is not"),
+        (["prepare", "--task=retrieval", "--data_dir=/nonexistent"], 2, "no public mirror"),
+        (["prepare", "--task=text", "--data_dir=/nonexistent"], 2, "'imdb_reviews' is not"),
+        (["prepare", "--task=listops", "--set", "model.num_layers=2"], 2,
+         "'model.num_layers=2' is not a task parameter"),
+        (["prepare", "--task=listops", "--set", "task.params.nope=1"], 2,
+         "unexpected keyword argument 'nope'"),
+        (["bench", "--task=listops", "--batches=0"], 2, "'0' is not a whole number >= 1"),
     ],
 )
-def test_errors_are_one_line_and_a_nonzero_exit(capsys, argv, code, says):
+def test_errors_are_one_line_in_the_shared_style_and_exit_2(capsys, argv, code, says):
     got, out, err = run(capsys, *argv)
-    assert got == code and says in err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and not out
+    assert got == code and not out
+    assert_one_error_line(err, says)
 
 
-def test_module_entry_point_exits_nonzero_with_one_line():
-    done = subprocess.run(
-        [sys.executable, "-m", "arena_tf.data", "prepare", "--task=nope"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=Path(__file__).resolve().parents[2],  # the checkout, so `-m arena_tf.data` resolves
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    lines = [line for line in done.stderr.splitlines() if "unknown task" in line]
-    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr
+def test_a_failure_of_the_run_itself_is_one_line_and_exit_1(capsys, monkeypatch, tiny_listops_dir):
+    import tensorflow as tf
+
+    from arena_tf.tasks.listops import ListOps
+
+    def broken(self):
+        raise tf.errors.InternalError(None, None, "disk read failed")
+
+    monkeypatch.setattr(ListOps, "prepare", broken)
+    code, _, err = run(capsys, "prepare", "--task=listops", f"--data_dir={tiny_listops_dir}")
+    assert code == 1
+    assert_one_error_line(err, "TensorFlow could not read the data (disk read failed)")
+
+
+def test_debug_shows_the_traceback_instead(capsys):
+    with pytest.raises(ConfigError, match="unknown task 'nope'"):
+        data.main(["prepare", "--task=nope", "--debug"])
 
 
 def test_bench_times_the_training_pipeline(capsys, tiny_listops_dir):

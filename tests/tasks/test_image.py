@@ -57,7 +57,7 @@ def test_image_preview_writes_pngs(tmp_path):
 
 
 def test_image_rejects_another_length():
-    with pytest.raises(ValueError, match="max_len must be 1024"):
+    with pytest.raises(ValueError, match="max_len 512 is invalid; expected max_len 1024"):
         tasks.get("image", max_len=512)
 
 

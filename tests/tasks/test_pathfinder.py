@@ -198,7 +198,7 @@ def test_pathx_generates_and_yields_16384_pixel_inputs(tmp_path):
     tokens, label = next(task.load_split("train").as_numpy_iterator())
     assert tokens.shape == (128 * 128,) and tokens.dtype == np.int32 and label in (0, 1)
     assert (tmp_path / "pathfinder128/curv_contour_length_14/imgs/0/sample_9.png").is_file()
-    with pytest.raises(ValueError, match="max_len must be 16384"):
+    with pytest.raises(ValueError, match="max_len 1024 is invalid; expected max_len 16384"):
         tasks.get("pathx", data_dir=tmp_path, max_len=1024)
 
 

@@ -51,12 +51,19 @@ DRIVER = [sys.executable, str(pathlib.Path(__file__).with_name("driver.py"))]
 
 
 def start(command, env=None):
-    """Start a command (a Popen; stdout and stderr piped, as text) with extra environment."""
+    """Start a command (a Popen; stdout and stderr piped, as text) with extra environment (a value
+    of None removes that variable)."""
+    environ = {key: value for key, value in {**os.environ, **(env or {})}.items()
+               if value is not None}
     return subprocess.Popen([str(part) for part in command], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+                            stderr=subprocess.PIPE, text=True, env=environ)
 
 
-def finish(process, timeout=180):
+# A hang guard, not a speed limit: generous enough for a crowded 2-core machine.
+HANG_GUARD_S = 900
+
+
+def finish(process, timeout=HANG_GUARD_S):
     """(returncode, stdout, stderr) of a started process; fail with its stderr when it hangs."""
     try:
         out, err = process.communicate(timeout=timeout)
@@ -67,7 +74,7 @@ def finish(process, timeout=180):
     return process.returncode, out, err
 
 
-def run(command, env=None, timeout=180):
+def run(command, env=None, timeout=HANG_GUARD_S):
     return finish(start(command, env), timeout)
 
 

@@ -46,7 +46,7 @@ def test_two_workers_agree_and_only_the_chief_writes(listops_dir, tmp_path):
         command = DRIVER + [tmp_path / f"weights{index}.npz"] + cli_args(
             listops_dir, tmp_path / f"run{index}", OVERRIDES, extra=["--strategy=multi_worker"])
         workers.append(start(command, env={"TF_CONFIG": json.dumps(tf_config)}))
-    results = [finish(worker, timeout=240) for worker in workers]
+    results = [finish(worker) for worker in workers]
     for code, _, err in results:
         assert code == 0, err[-3000:]
     assert "MultiWorkerMirroredStrategy with 2 replica(s)" in results[0][1]

@@ -1,0 +1,165 @@
+"""The run directory: who may write it, and which run it belongs to.
+
+While a run trains, the chief holds an exclusive lock on the run directory (`.train.lock`, holding
+its pid): a second trainer on the same directory is refused; the lock dies with its process, so a
+killed run never blocks its rerun. A directory whose checkpoints another configuration saved is
+refused, except for the loop settings in ADJUSTABLE. A run directory that holds no checkpoint is
+not a run to protect: a new start replaces its config.yaml and the event files and results of the
+earlier start (`stale_artifacts`).
+"""
+
+import contextlib
+import errno
+import fcntl
+import os
+import pathlib
+
+from arena_tf.config import read_yaml
+from arena_tf.training.errors import RunDirError
+
+# Settings a resumed run may change: they steer the loop, not what the model and data are.
+ADJUSTABLE = {
+    f"train.{name}"
+    for name in ("learning_rate", "grad_clip", "num_train_steps", "eval_every", "eval_batches",
+                 "checkpoint_every", "keep_checkpoints", "log_every")
+}
+
+
+LOCK_NAME = ".train.lock"
+
+
+def differences(saved, current, prefix=""):
+    """{'section.key': 'saved X, now Y'} for every leaf that differs between two nested dicts."""
+    changed = {}
+    for key in sorted(set(saved) | set(current)):
+        old, new = saved.get(key), current.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            changed.update(differences(old, new, f"{prefix}{key}."))
+        elif old != new:
+            changed[f"{prefix}{key}"] = f"saved {old!r}, now {new!r}"
+    return changed
+
+
+def checkpoint_steps(checkpoint_dir):
+    """Steps of the checkpoints in a directory (those with an index file), newest first."""
+    found = []
+    for path in pathlib.Path(checkpoint_dir).glob("ckpt-*.index"):
+        number = path.name[len("ckpt-"):-len(".index")]
+        if number.isdigit():
+            found.append(int(number))
+    return sorted(found, reverse=True)
+
+
+def check_same_experiment(run_dir, config):
+    """Refuse a run directory whose checkpoints another configuration saved; {key: change} of the
+    ADJUSTABLE changes it allows. A directory without checkpoints is not checked."""
+    run_dir = pathlib.Path(run_dir)
+    saved_path = run_dir / "config.yaml"
+    if not checkpoint_steps(run_dir / "checkpoints") or not saved_path.is_file():
+        return {}
+    changed = differences(read_yaml(saved_path), config.to_dict())
+    refused = {key: text for key, text in changed.items() if key not in ADJUSTABLE}
+    if refused:
+        listed = " and ".join(f"{key}: {text}" for key, text in refused.items())
+        raise RunDirError(
+            f"run directory {run_dir} belongs to another configuration ({listed})",
+            f"the settings its checkpoints were saved with ({saved_path}; a resumed run may "
+            "change only the loop settings: "
+            f"{', '.join(sorted(key.split('.')[1] for key in ADJUSTABLE))})",
+            "use a new --run_dir, or the saved settings to resume",
+        )
+    return changed
+
+
+class RunLock:
+    """An exclusive lock on a run directory: `.train.lock` holding the owner's pid, locked with
+    fcntl.flock. The kernel drops the lock when its process dies, however it dies, so the file of
+    a killed run is stale and never blocks; the owner removes the file when it is done."""
+
+    def __init__(self, run_dir):
+        self.path = pathlib.Path(run_dir) / LOCK_NAME
+        self.fd = None
+
+    def holder(self, fd):
+        """The pid written in the lock file, or None when it is not (yet) there."""
+        try:
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() else None
+
+    def acquire(self):
+        """Take the lock or raise RunDirError naming the pid that holds it."""
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as error:
+                if error.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                    self.fd = fd  # a filesystem without locks: go on unguarded
+                    break
+                pid = self.holder(fd)
+                os.close(fd)
+                if error.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                who = f"pid {pid}" if pid else "a pid not yet recorded"
+                raise RunDirError(
+                    f"run directory {self.path.parent} is in use by another trainer ({who})",
+                    "one trainer per run directory at a time",
+                    f"wait for {who} to finish or stop it, or choose another --run_dir",
+                ) from None
+            # The previous owner may have removed the file between our open and flock: retry
+            # on the file that is there now.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self.fd = fd
+                break
+            os.close(fd)
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+        return self
+
+    def release(self):
+        """Remove the lock file and drop the lock (removing first: nobody else holds it now)."""
+        if self.fd is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        os.close(self.fd)
+        self.fd = None
+
+
+def stale_artifacts(run_dir):
+    """What an earlier start that left no checkpoint put in a run directory: config.yaml, event
+    files, metrics.json, model.keras and an orphan checkpoint state file."""
+    run_dir = pathlib.Path(run_dir)
+    found = [run_dir / name for name in ("config.yaml", "metrics.json", "model.keras",
+                                         "checkpoints/checkpoint")]
+    found = [path for path in found if path.exists()]
+    for split in ("train", "validation"):
+        found += sorted((run_dir / split).glob("events.out.tfevents.*"))
+    return found
+
+
+def remove_created(path, existing):
+    """Remove the empty directories from `path` up to (not including) `existing`, the deepest
+    directory that existed before (`first_existing`)."""
+    path = pathlib.Path(path).absolute()
+    if not path.is_relative_to(existing):
+        return
+    while path != existing and path.is_dir():
+        try:
+            path.rmdir()
+        except OSError:
+            return
+        path = path.parent
+
+
+def first_existing(path):
+    path = pathlib.Path(path).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path

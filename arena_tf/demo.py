@@ -57,9 +57,11 @@ def main(argv=None):
         return status
     with open(f"{run_dir}/metrics.json") as file:
         metrics = json.load(file)
+    shows = "the model learns" if metrics["test_verdict"] == "learns" else "a smoke run"
     print(
         f"\n{args.model} on tiny {args.task}: test accuracy {metrics['test_accuracy']:.1%} "
-        f"after {metrics['steps']} steps ({metrics['parameters']:,} parameters).\n"
+        f"(chance {metrics['test_chance']:.1%}: {shows}) after {metrics['steps']} steps "
+        f"({metrics['parameters']:,} parameters).\n"
         f"Run directory: {run_dir} (config.yaml, metrics.json, model.keras, checkpoints/)\n"
         f"TensorBoard:   tensorboard --logdir {run_dir}"
     )

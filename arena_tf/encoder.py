@@ -81,11 +81,13 @@ class TransformerBlock(keras.layers.Layer):
         self.seed = seed
         self.attention = attention_layers.get(
             attention, num_heads=num_heads, head_dim=head_dim, max_len=max_len,
-            attention_dropout=attention_dropout, seed=seed, name="attention", **attention_params,
+            attention_dropout=attention_dropout, seed=seed, name="attention", dtype=self.dtype_policy, **attention_params,
         )
-        self.attention_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="attention_norm")
-        self.mlp_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="mlp_norm")
-        self.dropout = keras.layers.Dropout(dropout, seed=seed)
+        self.attention_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="attention_norm",
+                                                               dtype=self.dtype_policy)
+        self.mlp_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="mlp_norm",
+                                                         dtype=self.dtype_policy)
+        self.dropout = keras.layers.Dropout(dropout, seed=seed, dtype=self.dtype_policy)
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -93,9 +95,9 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_norm.build(input_shape)
         self.attention.build(input_shape)
         self.mlp_norm.build(input_shape)
-        self.mlp_in = keras.layers.Dense(self.mlp_dim, name="mlp_in")
+        self.mlp_in = keras.layers.Dense(self.mlp_dim, name="mlp_in", dtype=self.dtype_policy)
         self.mlp_in.build(input_shape)
-        self.mlp_out = keras.layers.Dense(width, name="mlp_out")
+        self.mlp_out = keras.layers.Dense(width, name="mlp_out", dtype=self.dtype_policy)
         self.mlp_out.build(tuple(input_shape[:-1]) + (self.mlp_dim,))
 
     def call(self, x, mask, training=False):
@@ -133,19 +135,21 @@ class Encoder(keras.layers.Layer):
         c = self.config
         self.token_embedding = keras.layers.Embedding(
             c.vocab_size, c.emb_dim, embeddings_initializer=keras.initializers.RandomNormal(stddev=1.0),
-            name="token_embedding",
+            name="token_embedding", dtype=self.dtype_policy,
         )
         self.position_embedding = PositionEmbedding(c.encoder_len, c.position_embedding,
-                                                    name="position_embedding")
-        self.dropout = keras.layers.Dropout(c.dropout, seed=c.seed)
+                                                    name="position_embedding", dtype=self.dtype_policy)
+        self.dropout = keras.layers.Dropout(c.dropout, seed=c.seed, dtype=self.dtype_policy)
         self.blocks = [
             TransformerBlock(
                 c.attention, c.attention_params, c.num_heads, c.head_dim, c.mlp_dim, c.dropout,
                 c.attention_dropout, c.encoder_len, seed=c.seed + i, name=f"block_{i}",
+                dtype=self.dtype_policy,
             )
             for i in range(c.num_layers)
         ]
-        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="final_norm")
+        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="final_norm",
+                                                           dtype=self.dtype_policy)
 
     def build(self, input_shape):
         c = self.config

@@ -19,7 +19,6 @@ default), the README's table is regenerated from it.
 import collections
 import datetime
 import json
-import math
 import os
 import pathlib
 import shutil
@@ -29,13 +28,13 @@ import time
 
 from arena_tf import cli, files
 from arena_tf.markdown import replace_section, table
+from arena_tf.training.verdict import verdict
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "presets.json"
 README = ROOT / "README.md"
 SECTION = "presets"
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder", "pathx")
-STANDARD_ERRORS = 3
 MOCK_TFDS_TASKS = ("text", "image")
 MOCK_EXAMPLES = {"train": 2000, "validation": 200, "test": 200}
 # Runs the trainer inside TFDS's mock: random examples with the real features' shapes and types.
@@ -47,23 +46,6 @@ MOCK_TFDS_TRAIN = (
 )
 RETRIEVAL_FILES = {"train": "new_aan_pairs.train.tsv", "validation": "new_aan_pairs.eval.tsv",
                    "test": "new_aan_pairs.test.tsv"}
-
-
-def verdict(accuracy, chance, examples):
-    """'learns' when `accuracy` beats `chance` by STANDARD_ERRORS standard errors, else 'smoke'."""
-    bar = chance + STANDARD_ERRORS * math.sqrt(chance * (1 - chance) / examples)
-    return "learns" if accuracy > bar else "smoke"
-
-
-def chance_level(run_dir):
-    """(share of the most common test label, test examples) of the run's task."""
-    import arena_tf.tasks as tasks
-    from arena_tf.analysis.rundir import read_config
-
-    task = tasks.from_config(read_config(run_dir).task)
-    labels = collections.Counter(int(label) for _, label in task.load_split("test").as_numpy_iterator())
-    total = sum(labels.values())
-    return max(labels.values()) / total, total
 
 
 def busy_processes(count):
@@ -123,7 +105,7 @@ def measure_one(task, model, busy, out, timeout, mock=False):
     if mock:
         return {**row, "status": "timed on mock data", "steps": metrics["steps"],
                 "train_seconds": round(metrics["wall_time_s"], 1)}
-    chance, examples = chance_level(run_dir)
+    chance, examples = metrics["test_chance"], metrics["test_examples"]
     return {**row, "status": "measured", "steps": metrics["steps"],
             "train_seconds": round(metrics["wall_time_s"], 1),
             "test_accuracy": metrics["test_accuracy"], "test_examples": examples,

@@ -2,7 +2,7 @@
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # as every arena_tf command (cli.quiet_tensorflow)
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import keras  # noqa: E402

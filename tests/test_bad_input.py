@@ -2,8 +2,11 @@
 it, and asserts the exit code, one line on stderr in the shared style (`error: <what>; expected
 <what>; <how to fix>`) holding the documented words, and that nothing was left behind.
 
-docs/bad_input.md is generated from CASES (`python -m tests.test_bad_input`); a test checks it.
-Area tests (tests/train, tests/export, tests/serving, tests/tasks) hold the finer cases.
+docs/bad_input.md is generated from CASES and FAULTS (`python -m tests.test_bad_input`); a test
+checks it. FAULTS are the findings that are not one bad command line (a killed writer, a second
+trainer, a model answering nonsense): each names the area test that feeds that exact input, and a
+test checks that it exists. Area tests (tests/train, tests/export, tests/serving, tests/tasks) hold
+the finer cases.
 """
 
 import dataclasses
@@ -17,6 +20,7 @@ import pytest
 
 from arena_tf.markdown import table
 from tests.one_line import assert_one_error_line
+from tests.tasks.helpers import PATHFINDER_DIR, pathfinder_set, write_listops
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "bad_input.md"
@@ -31,6 +35,34 @@ class Case:
     setup: Callable
     words: str
     exit: int = 2
+
+
+GOOD_LISTOPS = "( ( [MAX 2 9 ] ) )\t9\n"
+
+
+def train(tmp, *arguments, model="full"):
+    """`python -m arena_tf.train` on a small hand-written ListOps set in `tmp`, its run directory
+    in `tmp` too (so that "nothing left behind" covers it)."""
+    data = write_listops(tmp / "listops", GOOD_LISTOPS * 3)
+    return ["arena_tf.train", "--task=listops", f"--model={model}", "--preset=tiny",
+            f"--data_dir={data}", f"--run_dir={tmp / 'run'}", *arguments]
+
+
+def prepare_listops(tmp, bad_row):
+    data = write_listops(tmp / "listops", GOOD_LISTOPS + bad_row + "\n")
+    return ["arena_tf.data", "prepare", "--task=listops", f"--data_dir={data}"]
+
+
+def prepare_pathfinder(tmp, damage):
+    """12 generated Pathfinder images in `tmp`, `damage(dataset_dir)` applied."""
+    pathfinder_set(tmp, 12)
+    damage(tmp / PATHFINDER_DIR)
+    return ["arena_tf.data", "prepare", "--task=pathfinder", f"--data_dir={tmp}"]
+
+
+def short_metadata_line(directory):
+    with open(directory / "metadata" / "1.npy", "a") as metadata:
+        metadata.write("imgs/1 sample_0.png 6\n")
 
 
 def unfinished_run(tmp):
@@ -61,11 +93,90 @@ CASES = {
     "export-bad-opset": Case(
         "`--opset 99`", lambda tmp: ["export.to_onnx", str(tmp / "nope"), "--opset", "99"],
         "opset 99 is not supported; expected 13 to 18"),
+    "train-set-invalid-yaml": Case(
+        "`--set 'train.batch_size=[1,'` (YAML that does not parse)",
+        lambda tmp: train(tmp, "--set", "train.batch_size=[1,"),
+        "the value '[1,' is not valid YAML"),
+    "train-set-duplicate-key": Case(
+        "`--set 'model.attention_params={projected_length: 8, projected_length: 9}'`",
+        lambda tmp: train(tmp, "--set",
+                          "model.attention_params={projected_length: 8, projected_length: 9}",
+                          model="linformer"),
+        "gives the key projected_length twice; expected each key once"),
+    "train-shape-mismatch": Case(
+        "`--set model.max_len=100` against the tiny preset's data of 256 tokens (no run directory is made)",
+        lambda tmp: train(tmp, "--set", "model.max_len=100"),
+        "disagrees with the listops data, whose examples are 256 tokens long"),
+    "prepare-listops-one-column": Case(
+        "a ListOps TSV row with one column", lambda tmp: prepare_listops(tmp, "[MIN 3 4 ]"),
+        "basic_train.tsv:3: 1 tab-separated column instead of 2 ('[MIN 3 4 ]'); expected "
+        "'EXPRESSION<tab>VALUE'"),
+    "prepare-listops-unbalanced": Case(
+        "a ListOps TSV row with unbalanced brackets",
+        lambda tmp: prepare_listops(tmp, "[MIN 3 4 ] ]\t3"),
+        "basic_train.tsv:3: unbalanced brackets (1 operator, 2 ']')"),
+    "prepare-pathfinder-metadata": Case(
+        "a Pathfinder metadata line with too few fields",
+        lambda tmp: prepare_pathfinder(tmp, short_metadata_line),
+        "metadata/1.npy:7: malformed line 'imgs/1 sample_0.png 6'"),
+    "prepare-pathfinder-empty-png": Case(
+        "a zero-byte PNG among 12 images (above the 1% that may be skipped)",
+        lambda tmp: prepare_pathfinder(
+            tmp, lambda directory: (directory / "imgs/0/sample_1.png").write_bytes(b"")),
+        "1 of 12 images in"),
+    "bench-missing-run": Case(
+        "`serving.bench` on a run directory that does not exist",
+        lambda tmp: ["serving.bench", str(tmp / "nope")],
+        "does not exist; expected a directory written by python -m arena_tf.train"),
+    "bench-unexported-run": Case(
+        "`serving.bench` on a run directory that was never exported",
+        lambda tmp: (tmp / "run").mkdir() or ["serving.bench", str(tmp / "run")],
+        "holds no exported model; expected one of saved_model"),
     "presets-unknown-task": Case(
         "an unknown task in `--tasks`",
         lambda tmp: ["arena_tf.presets", "measure", "--tasks", "nope", "--out", str(tmp)],
         "unknown task 'nope' in --tasks"),
 }
+
+
+@dataclasses.dataclass
+class Fault:
+    """A finding that is not one bad command line: what happens, and the test that shows it."""
+
+    fault: str
+    outcome: str
+    test: str  # path::function
+
+
+FAULTS = [
+    Fault("a second trainer on a run directory in use", "one line naming the holder's pid, exit 2",
+          "tests/train/test_run_dir.py::test_a_second_trainer_on_a_busy_run_dir_is_refused_naming_the_pid"),
+    Fault("the lock file of a killed trainer", "no effect: the next run takes the directory",
+          "tests/train/test_run_dir.py::test_a_stale_lock_of_a_dead_trainer_does_not_block"),
+    Fault("a start refused by validation, then the corrected rerun", "nothing written; the rerun "
+          "trains", "tests/train/test_run_dir.py::"
+          "test_a_start_refused_by_validation_leaves_nothing_and_the_corrected_rerun_proceeds"),
+    Fault("a truncated newest checkpoint", "one warning line; resumes from the newest intact one",
+          "tests/train/test_run_dir.py::"
+          "test_a_truncated_newest_checkpoint_gives_way_to_the_newest_intact_one"),
+    Fault("SIGKILL mid-training, then a rerun", "resumes bit-exact",
+          "tests/train/test_resume.py::test_resumed_run_ends_with_the_uninterrupted_weights"),
+    Fault("an export killed mid-write", "its temporaries removed by the next export",
+          "tests/export/test_leftovers.py::test_the_next_export_removes_what_a_killed_export_left"),
+    Fault("a reduced precision failing its parity check", "FP32 written, the precision reported "
+          "with its figure, exit 0",
+          "tests/export/test_atomic_and_errors.py::test_refused_reduced_precisions_do_not_stop_fp32"),
+    Fault("token id -1 or past the vocabulary to the export runners", "one line, no logits",
+          "tests/export/test_contract.py::test_runners_refuse_ids_outside_the_vocabulary_in_one_line"),
+    Fault("`serving.bench --runtime tensorrt` on a CPU-only machine", "one line 'nothing to "
+          "measure', exit 1, nothing written", "tests/serving/test_bench.py::"
+          "test_nothing_to_measure_is_one_line_exit_1_and_writes_nothing"),
+    Fault("a model answering outputs outside the label set", "the row is invalid, not timed",
+          "tests/serving/test_bench.py::test_nonsense_outputs_of_the_right_count_make_invalid_rows"),
+    Fault("an offline request naming a path outside the worker's --offline-dir", "refused in one "
+          "line; the worker goes on", "tests/serving/test_protocol.py::"
+          "test_worker_refuses_offline_files_outside_its_offline_dir_and_goes_on"),
+]
 
 
 def files_under(path):
@@ -89,16 +200,26 @@ def test_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(name, tmp_p
     assert not any(cwd.iterdir()), "the command wrote into the working directory"
 
 
+@pytest.mark.parametrize("fault", FAULTS, ids=lambda fault: fault.test.split("::")[1])
+def test_each_fault_names_a_test_that_exists(fault):
+    path, function = fault.test.split("::")
+    assert f"\ndef {function}(" in (ROOT / path).read_text(), f"{fault.test} is gone"
+
+
 def render():
     rows = [[f"`{name}`", case.bad_input, f"`{case.words}`", case.exit]
             for name, case in sorted(CASES.items())]
+    faults = [[fault.fault, fault.outcome, f"`{fault.test}`"] for fault in FAULTS]
     return ("# Bad input: one line and an exit code\n\n"
             "Generated from `tests/test_bad_input.py` (`python -m tests.test_bad_input`), whose "
             "test runs each case and checks its exit code, that the line on stderr reads "
             "`error: <what was wrong>; expected <what>; <how to fix>` and holds the words shown, "
             "and that nothing was left behind. Exit 2: the user's mistake; exit 1: the run "
             "itself failed. `--debug` shows the traceback instead.\n\n"
-            + table(["case", "bad input", "error line holds", "exit"], rows) + "\n")
+            + table(["case", "bad input", "error line holds", "exit"], rows) + "\n\n"
+            "## Faults\n\n"
+            "Findings that are not one bad command line, each with the test that feeds it:\n\n"
+            + table(["fault", "what happens", "test"], faults) + "\n")
 
 
 def test_the_doc_table_is_generated_from_the_cases():

@@ -87,3 +87,13 @@ def test_unknown_attention_lists_the_mechanisms():
 def test_unknown_attention_parameter_is_one_clear_error():
     with pytest.raises(ValueError, match="unknown parameter.*window.*for attention 'full'"):
         build_classifier(tiny(attention_params={"window": 3}))
+
+
+def test_an_encoder_policy_reaches_every_inner_layer():
+    from arena_tf.encoder import Encoder
+
+    encoder = Encoder(tiny(), dtype="mixed_float16")
+    features = encoder(tokens())
+    inner = [layer for layer in encoder._flatten_layers(include_self=False)]
+    assert features.dtype == "float16" and len(inner) > 5
+    assert {layer.dtype_policy.name for layer in inner} == {"mixed_float16"}

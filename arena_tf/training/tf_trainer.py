@@ -33,6 +33,7 @@ from arena_tf.schedules import make_optimizer
 from arena_tf.training.console import Progress
 from arena_tf.training.errors import (Interrupted, RunDirError, TrainingError, first_line,
                                       op_error_cause)
+from arena_tf.training.verdict import summary, verdict
 from arena_tf.training.run_dir import (RunLock, check_same_experiment, checkpoint_steps,
                                        first_existing, remove_created, stale_artifacts)
 
@@ -42,10 +43,10 @@ def peak_memory_mb():
 
 
 class Window:
-    """Sums of (loss, correct, examples) and time over the training steps since the last log."""
+    """Sums of (loss, correct, examples, examples of each class) and time over some steps."""
 
-    def __init__(self):
-        self.sums, self.steps, self.seconds = np.zeros(3), 0, 0.0
+    def __init__(self, size):
+        self.sums, self.steps, self.seconds = np.zeros(size), 0, 0.0
 
     def add(self, sums, seconds, steps=1):
         self.sums += sums
@@ -54,7 +55,7 @@ class Window:
 
     def scalars(self):
         """The TensorBoard scalars this window gives (all but learning_rate and peak_memory_mb)."""
-        loss_sum, correct, count = self.sums
+        loss_sum, correct, count = self.sums[:3]
         seconds = max(self.seconds, 1e-9)
         return {"loss": loss_sum / max(count, 1), "accuracy": correct / max(count, 1),
                 "steps_per_second": self.steps / seconds, "examples_per_second": count / seconds}
@@ -100,6 +101,14 @@ class Trainer:
         self.metrics = None
 
     @property
+    def _sums_size(self):
+        """(loss sum, correct, examples) and the examples of each class."""
+        return 3 + self.config.model.num_classes
+
+    def _window(self):
+        return Window(self._sums_size)
+
+    @property
     def checkpoint_dir(self):
         return self.run_dir / "checkpoints"
 
@@ -110,7 +119,10 @@ class Trainer:
         losses = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
         correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
         count = tf.cast(tf.size(labels), tf.float32)
-        return losses, tf.stack([tf.reduce_sum(losses), tf.reduce_sum(correct), count])
+        classes = self.config.model.num_classes
+        per_class = tf.math.bincount(labels, minlength=classes, maxlength=classes, dtype=tf.float32)
+        return losses, tf.concat([[tf.reduce_sum(losses), tf.reduce_sum(correct), count],
+                                  per_class], 0)
 
     def _train_replica(self, inputs, labels):
         with tf.GradientTape() as tape:
@@ -140,7 +152,7 @@ class Trainer:
             return self.strategy.reduce(tf.distribute.ReduceOp.SUM, sums, axis=None)
 
         has_value = optional.has_value()
-        return tf.cond(has_value, batch_sums, lambda: tf.zeros(3)), has_value
+        return tf.cond(has_value, batch_sums, lambda: tf.zeros(self._sums_size)), has_value
 
     def _distribute(self, dataset):
         options = tf.data.Options()
@@ -156,7 +168,7 @@ class Trainer:
         if max_batches:
             data = data.take(max_batches)
         known = int(data.cardinality())
-        window, sums, batches = Window(), np.zeros(3), 0
+        window, sums, batches = self._window(), 0.0, 0
         began = time.perf_counter()
         with self.progress.working(what or f"evaluating {split}",
                                    of=known if known > 0 else max_batches):
@@ -169,7 +181,9 @@ class Trainer:
                 batches += 1
                 self.progress.advance()
         window.add(sums, time.perf_counter() - began, batches)
-        return {**window.scalars(), "examples": int(window.sums[2])}
+        per_class = window.sums[3:]
+        return {**window.scalars(), "examples": int(window.sums[2]),
+                "chance": float(per_class.max() / max(per_class.sum(), 1))}
 
     def resume(self):
         """Restore the newest readable checkpoint of the chief's checkpoints/, if any (an
@@ -228,7 +242,7 @@ class Trainer:
     def _validate(self, step):
         result = self.evaluate("validation", self.train.eval_batches,
                                what=f"validation at step {step}")
-        self._write_scalars("validation", step, {k: v for k, v in result.items() if k != "examples"})
+        self._write_scalars("validation", step, {k: v for k, v in result.items() if k not in ("examples", "chance")})
         self.say(f"step {step}: validation loss {result['loss']:.4f}, "
                  f"accuracy {result['accuracy']:.4f}")
         return result
@@ -363,7 +377,7 @@ class Trainer:
         total = self.train.num_train_steps
         data = self.task.dataset("train", self.train.batch_size, repeat=True).skip(start)
         iterator = iter(self._distribute(data))
-        began, trained, window = time.perf_counter(), Window(), Window()
+        began, trained, window = time.perf_counter(), self._window(), self._window()
         validation = None
         for step in range(start + 1, total + 1):
             self.running = step
@@ -383,7 +397,7 @@ class Trainer:
             trained.add(sums, time.perf_counter() - tick)
             if step % self.train.log_every == 0 or step == total:
                 self._log_train(step, window)
-                window = Window()
+                window = self._window()
             self.progress.stepped(step)
             if step % self.train.eval_every == 0 or step == total:
                 validation = self._validate(step)
@@ -404,6 +418,8 @@ class Trainer:
             "test_accuracy": test["accuracy"],
             "test_loss": test["loss"],
             "test_examples": test["examples"],
+            "test_chance": test["chance"],
+            "test_verdict": verdict(test["accuracy"], test["chance"], test["examples"]),
             "validation_accuracy": validation["accuracy"],
             "validation_loss": validation["loss"],
             "wall_time_s": wall,
@@ -419,8 +435,8 @@ class Trainer:
                     self.model.save(tmp)
         else:
             self._scratch.cleanup()
-        self.say(f"test accuracy {test['accuracy']:.4f} on {test['examples']} examples; "
-                 f"run directory {self.run_dir}")
+        self.say(f"{summary(test['accuracy'], test['chance'], test['examples'])}; run directory "
+                 f"{self.run_dir}")
         return self.metrics
 
 

@@ -2,7 +2,7 @@
 malformed ListOps TSV, broken Pathfinder metadata, corrupt PNGs) to `python -m arena_tf.data
 prepare` as a user would, and checks the exit code, the one line on stderr in the shared style
 (`error: <what>; expected <what>; <fix>`) naming the file and line, and that nothing was written
-or changed. The first case of each kind runs the command in a subprocess; the others in-process.
+or changed, in-process (tests/test_bad_input.py runs one case of each kind as a subprocess).
 Training reads the same checks through arena_tf.tasks (the last tests)."""
 
 import shutil
@@ -12,7 +12,7 @@ import pytest
 import arena_tf.tasks as tasks
 from arena_tf import data
 from tests.one_line import assert_one_error_line
-from tests.tasks.helpers import (PATHFINDER_DIR, pathfinder_set, run_module, snapshot, truncate,
+from tests.tasks.helpers import (PATHFINDER_DIR, pathfinder_set, snapshot, truncate,
                                  write_listops)
 
 GOOD = "( ( [MAX 2 9 ] ) )\t9\n"
@@ -61,17 +61,6 @@ def check_refused(code, err, before, after, cwd, *words):
 # ---------------------------------------------------------------------------------- ListOps TSV
 
 
-def test_listops_row_with_one_column_through_the_cli(tmp_path):
-    folder = write_listops(tmp_path / "data", GOOD + "[MIN 3 4 ]\n")
-    (cwd := tmp_path / "cwd").mkdir()
-    before = snapshot(folder)
-    done = run_module(["arena_tf.data", "prepare", "--task=listops", f"--data_dir={folder}"], cwd)
-    check_refused(done.returncode, done.stderr, before, snapshot(folder), cwd,
-                  f"{folder}/basic_train.tsv:3: 1 tab-separated column instead of 2",
-                  "expected 'EXPRESSION<tab>VALUE' lines", "correct or delete that line")
-    assert not done.stdout
-
-
 @pytest.mark.parametrize(
     "row, says",
     [
@@ -112,19 +101,6 @@ def test_listops_counts_the_malformed_lines_and_advises_regenerating_generated_d
 # --------------------------------------------------------------------------- Pathfinder metadata
 
 
-def test_pathfinder_metadata_line_with_too_few_fields_through_the_cli(pathfinder_12, tmp_path):
-    root, directory = copy_of(pathfinder_12, tmp_path)
-    with open(directory / "metadata" / "1.npy", "a") as metadata:
-        metadata.write("imgs/1 sample_0.png 6\n")
-    (cwd := tmp_path / "cwd").mkdir()
-    before = snapshot(root)
-    done = run_module(["arena_tf.data", "prepare", "--task=pathfinder", f"--data_dir={root}"], cwd)
-    check_refused(done.returncode, done.stderr, before, snapshot(root), cwd,
-                  f"{directory}/metadata/1.npy:7: malformed line 'imgs/1 sample_0.png 6'",
-                  "expected lines 'imgs/<k> sample_<n>.png index label ...'",
-                  f"delete {directory} to generate it again")
-
-
 @pytest.mark.parametrize(
     "name, content, says",
     [
@@ -147,19 +123,6 @@ def test_broken_pathfinder_metadata_is_named_by_file_and_line(capsys, monkeypatc
 
 
 # ------------------------------------------------------------------------------- corrupt images
-
-
-def test_a_zero_byte_png_past_the_threshold_is_refused_through_the_cli(pathfinder_12, tmp_path):
-    root, directory = copy_of(pathfinder_12, tmp_path)
-    (directory / "imgs/0/sample_1.png").write_bytes(b"")
-    (cwd := tmp_path / "cwd").mkdir()
-    before = snapshot(root)
-    done = run_module(["arena_tf.data", "prepare", "--task=pathfinder", f"--data_dir={root}"], cwd)
-    check_refused(done.returncode, done.stderr, before, snapshot(root), cwd,
-                  f"1 of 12 images in {directory} are unreadable (1 empty: "
-                  f"{directory}/imgs/0/sample_1.png)",
-                  "at most 0 unreadable to skip (at most 10 and 1% of the images",
-                  "--set task.params.max_bad_images=N")
 
 
 def test_truncated_pngs_past_the_threshold_are_counted_and_the_first_named(

@@ -2,6 +2,7 @@
 TensorBoard events with every scalar for train and validation, checkpoints, metrics.json and a
 model.keras that loads and predicts as the trained model."""
 
+import collections
 import json
 
 import numpy as np
@@ -12,6 +13,7 @@ import keras
 
 import arena_tf.layers as layers
 from arena_tf import train
+from arena_tf.training.verdict import verdict
 from arena_tf.distribute import make_strategy
 from tests.train.conftest import TINY, loop, read_scalars
 
@@ -28,8 +30,8 @@ SMALL = {
 }
 SCALARS = {"loss", "accuracy", "learning_rate", "steps_per_second", "examples_per_second",
            "peak_memory_mb"}
-METRICS = {"test_accuracy", "test_loss", "steps", "wall_time_s", "examples_per_second",
-           "parameters", "peak_memory_mb"}
+METRICS = {"test_accuracy", "test_loss", "test_chance", "test_verdict", "steps", "wall_time_s",
+           "examples_per_second", "parameters", "peak_memory_mb"}
 STEPS = 3
 
 
@@ -67,6 +69,9 @@ def test_tiny_run_writes_a_complete_run_directory(name, listops_dir, tmp_path):
     assert metrics["steps"] == STEPS and metrics["parameters"] == trainer.model.count_params()
     assert 0 <= metrics["test_accuracy"] <= 1 and metrics["test_examples"] == 300
     assert metrics["examples_per_second"] > 0 and metrics["peak_memory_mb"] > 0
+    labels = collections.Counter(int(y) for _, y in trainer.task.load_split("test"))
+    assert metrics["test_chance"] == pytest.approx(max(labels.values()) / 300)
+    assert metrics["test_verdict"] == verdict(metrics["test_accuracy"], metrics["test_chance"], 300)
 
     loaded = keras.saving.load_model(run_dir / "model.keras")
     tokens = next(iter(trainer.task.dataset("test", 8)))[0]

@@ -13,7 +13,6 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from arena_tf.generators import listops
 
@@ -76,17 +75,6 @@ def finish(process, timeout=HANG_GUARD_S):
 
 def run(command, env=None, timeout=HANG_GUARD_S):
     return finish(start(command, env), timeout)
-
-
-def read_scalars(event_dir):
-    """{tag: {step: value}} of every scalar in a TensorBoard event directory."""
-    scalars = {}
-    for path in sorted(tf.io.gfile.glob(os.path.join(str(event_dir), "events.out.tfevents.*"))):
-        for record in tf.data.TFRecordDataset(path):
-            event = tf.compat.v1.Event.FromString(record.numpy())
-            for value in event.summary.value:
-                scalars.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
-    return scalars
 
 
 def free_port():

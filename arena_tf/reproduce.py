@@ -1,0 +1,332 @@
+"""Reproduction suites: named sets of training runs, and the report that puts them beside the paper.
+
+    python -m arena_tf.reproduce cpu-listops [--mechanisms full,linear] [--seeds 0,1,2] [--resume]
+    python -m arena_tf.reproduce cpu-listops --list      # what is done, interrupted, to run
+    python -m arena_tf.reproduce report                  # docs/reproduction.md from results.json
+
+A suite is a small YAML file in configs/suites/ (task, preset, mechanisms, seeds, the paper's
+numbers), not code. Each run is one `python -m arena_tf.train` command with its own run directory
+under runs/reproduce/SUITE/; that exact command is stored with its result, so any row can be
+re-run by hand. A finished run (metrics.json written) is skipped; an interrupted one (checkpoints,
+no metrics.json) continues from its newest checkpoint with --resume and is refused without it (so
+that a half-finished run is never mistaken for a new one). After every run its row goes into
+docs/reproduction/results.json (written atomically) and the report is regenerated from that file
+alone: every number of docs/reproduction.md comes from a run of its own command.
+"""
+
+import dataclasses
+import datetime
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+
+import yaml
+
+from arena_tf import cli, files
+from arena_tf.markdown import table
+from arena_tf.presets import cpu_model
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SUITES = ROOT / "configs" / "suites"
+RESULTS = ROOT / "docs" / "reproduction" / "results.json"
+REPORT = ROOT / "docs" / "reproduction.md"
+RUNS = pathlib.Path("runs") / "reproduce"
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    name: str
+    task: str
+    mechanisms: tuple
+    seeds: tuple
+    seeds_per_mechanism: dict
+    paper: dict
+    preset: str = None
+    target: float = None
+    overrides: tuple = ()  # --set values for every run
+    data_dir: str = None
+
+    def seeds_of(self, mechanism):
+        return tuple(self.seeds_per_mechanism.get(mechanism, self.seeds))
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    suite: Suite
+    mechanism: str
+    seed: int
+    runs_dir: pathlib.Path
+
+    @property
+    def run_dir(self):
+        return self.runs_dir / self.suite.name / f"{self.mechanism}-seed{self.seed}"
+
+    @property
+    def arguments(self):
+        """The train command's arguments after `python -m arena_tf.train`."""
+        suite = self.suite
+        return [f"--task={suite.task}", f"--model={self.mechanism}",
+                *([f"--preset={suite.preset}"] if suite.preset else []),
+                *(f"--set={value}" for value in suite.overrides),
+                f"--set=train.seed={self.seed}", f"--run_dir={self.run_dir}",
+                *([f"--data_dir={suite.data_dir}"] if suite.data_dir else [])]
+
+    @property
+    def command(self):
+        return "python -m arena_tf.train " + " ".join(self.arguments)
+
+    def state(self):
+        """'done', 'interrupted' (checkpoints, no results) or 'new'."""
+        if (self.run_dir / "metrics.json").is_file():
+            return "done"
+        if any((self.run_dir / "checkpoints").glob("ckpt-*.index")):
+            return "interrupted"
+        return "new"
+
+
+def load_suite(name, suites_dir=SUITES):
+    path = pathlib.Path(suites_dir) / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in pathlib.Path(suites_dir).glob("*.yaml"))
+        raise cli.UsageError(f"unknown suite {name!r}", f"one of {', '.join(known)} or report",
+                             f"pick a suite, or add {path}")
+    raw = yaml.safe_load(path.read_text()) or {}
+    fields = {field.name for field in dataclasses.fields(Suite)} - {"name"}
+    unknown = sorted(set(raw) - fields)
+    if unknown:
+        raise cli.UsageError(f"{path}: unknown key {unknown[0]!r}", f"keys among {sorted(fields)}",
+                             "correct the suite file")
+    return Suite(name=name, **{**raw, "mechanisms": tuple(raw.get("mechanisms", ())),
+                               "seeds": tuple(raw.get("seeds", (0,))),
+                               "seeds_per_mechanism": raw.get("seeds_per_mechanism", {}),
+                               "overrides": tuple(raw.get("overrides", ()))})
+
+
+def plan(suite, mechanisms=None, seeds=None, runs_dir=RUNS):
+    """The suite's runs (restricted to `mechanisms` and `seeds` when given), in suite order."""
+    chosen = mechanisms or suite.mechanisms
+    unknown = sorted(set(chosen) - set(suite.mechanisms))
+    if unknown:
+        raise cli.UsageError(f"mechanism {unknown[0]!r} is not in suite {suite.name}",
+                             f"some of {', '.join(suite.mechanisms)}", "fix --mechanisms")
+    return [Run(suite, mechanism, seed, pathlib.Path(runs_dir))
+            for mechanism in suite.mechanisms if mechanism in chosen
+            for seed in (seeds if seeds is not None else suite.seeds_of(mechanism))]
+
+
+# -- results ------------------------------------------------------------------------------------
+
+
+def git_commit():
+    """The checkout's commit, '+dirty' when tracked files differ from it; None outside git."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
+
+
+def result_row(run):
+    """The results.json row of a finished run, from its metrics.json and TensorBoard events."""
+    from arena_tf.training.events import read_scalars
+
+    metrics = json.loads((run.run_dir / "metrics.json").read_text())
+    curve = read_scalars(run.run_dir / "validation").get("accuracy", {})
+    return {
+        "suite": run.suite.name, "task": run.suite.task, "mechanism": run.mechanism,
+        "seed": run.seed, "test_accuracy": metrics["test_accuracy"],
+        "best_val_accuracy": max(curve.values(), default=metrics["validation_accuracy"]),
+        "chance": metrics.get("test_chance"), "test_examples": metrics["test_examples"],
+        "steps": metrics["steps"], "train_seconds": round(metrics["wall_time_s"], 1),
+        "device": f"CPU: {cpu_model()}, {os.cpu_count()} cores", "git_commit": git_commit(),
+        "date": datetime.date.today().isoformat(), "command": run.command,
+        "validation_curve": [[step, value] for step, value in sorted(curve.items())],
+    }
+
+
+def read_results(path=RESULTS):
+    path = pathlib.Path(path)
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
+def record(row, path=RESULTS):
+    """results.json with `row` in place of any row of the same suite, mechanism and seed."""
+    key = lambda r: (r["suite"], r["mechanism"], r["seed"])  # noqa: E731
+    rows = [r for r in read_results(path) if key(r) != key(row)] + [row]
+    rows.sort(key=key)
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    files.write_json(path, rows)
+    return rows
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+def spread(values):
+    """'37.1' for one value, '36.8 ± 0.4 (3 seeds)' (mean ± sample standard deviation) for more."""
+    mean = statistics.fmean(values)
+    if len(values) == 1:
+        return f"{mean:.1f}"
+    return f"{mean:.1f} ± {statistics.stdev(values):.1f} ({len(values)} seeds)"
+
+
+def suite_table(name, rows, suite):
+    """Per mechanism: ours (mean, spread), the paper's number, chance, and the target's verdict."""
+    lines = []
+    for mechanism in (suite.mechanisms if suite else sorted({r["mechanism"] for r in rows})):
+        done = [r for r in rows if r["mechanism"] == mechanism]
+        paper = suite.paper.get(mechanism) if suite else None
+        paper_cell = "" if paper is None else f"{paper:.2f}"
+        if not done:
+            lines.append([f"`{mechanism}`", "missing: not run yet", "", paper_cell, "", ""])
+            continue
+        accuracies = [100 * r["test_accuracy"] for r in done]
+        mean = statistics.fmean(accuracies)
+        target = suite.target if suite else None
+        verdict = "" if target is None else ("met" if mean >= target else f"missed ({target})")
+        chance = done[0].get("chance")
+        lines.append([f"`{mechanism}`", spread(accuracies),
+                      f"{statistics.fmean(100 * r['best_val_accuracy'] for r in done):.1f}",
+                      paper_cell, "" if chance is None else f"{100 * chance:.1f}", verdict])
+    return table(["mechanism", "test accuracy % (ours)", "best validation %", "LRA paper %",
+                  "majority class %", "target"], lines)
+
+
+def plot_curves(name, rows, path):
+    """Validation accuracy against step, one line per run, to `path` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for row in rows:
+        if row.get("validation_curve"):
+            steps, values = zip(*row["validation_curve"])
+            axes.plot(steps, [100 * v for v in values], label=f"{row['mechanism']} s{row['seed']}")
+    axes.set(xlabel="step", ylabel="validation accuracy (%)", title=f"{name}: learning curves")
+    axes.legend(fontsize=7, ncol=2)
+    figure.tight_layout()
+    with files.atomic_path(path) as tmp:
+        figure.savefig(tmp, format="png", dpi=100)
+    plt.close(figure)
+
+
+def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
+    """docs/reproduction.md (and a learning-curve PNG per suite) from results.json alone."""
+    rows = read_results(results)
+    doc = pathlib.Path(doc)
+    parts = ["# Reproduction\n",
+             "Generated by `python -m arena_tf.reproduce report` from "
+             f"`{pathlib.Path(results).name}` in `{pathlib.Path(results).parent.name}/`, whose rows "
+             "`python -m arena_tf.reproduce SUITE` writes as each run finishes. Every row holds the "
+             "command that reproduces it, the commit and the device. Mechanisms without a row are "
+             "shown as missing, never estimated.\n"]
+    names = sorted({r["suite"] for r in rows} | {p.stem for p in pathlib.Path(suites_dir).glob("*.yaml")})
+    for name in names:
+        suite = load_suite(name, suites_dir) if (pathlib.Path(suites_dir) / f"{name}.yaml").is_file() else None
+        mine = [r for r in rows if r["suite"] == name]
+        parts.append(f"## {name}\n")
+        if suite:
+            parts.append(f"Task `{suite.task}`, preset `{suite.preset or 'none'}`"
+                         + (f"; target: every mechanism at or above {suite.target}%" if suite.target else "")
+                         + ".\n")
+        parts.append(suite_table(name, mine, suite) + "\n")
+        if mine:
+            image = doc.parent / "reproduction" / f"{name}.png"
+            image.parent.mkdir(parents=True, exist_ok=True)
+            plot_curves(name, mine, image)
+            parts.append(f"![{name} learning curves](reproduction/{image.name})\n")
+            parts.append(table(["mechanism", "seed", "test %", "steps", "train time", "device",
+                                "commit", "command"],
+                               [[r["mechanism"], r["seed"], f"{100 * r['test_accuracy']:.2f}",
+                                 r["steps"], f"{r['train_seconds'] / 60:.0f} min", r["device"],
+                                 r["git_commit"], f"`{r['command']}`"] for r in mine]) + "\n")
+    files.write_text(doc, "\n".join(parts))
+    return doc
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir=SUITES):
+    """Train every run not done yet, recording each as it finishes; the number trained."""
+    interrupted = [run for run in runs if run.state() == "interrupted"]
+    if interrupted and not resume:
+        names = ", ".join(str(run.run_dir) for run in interrupted[:3])
+        raise cli.UsageError(f"{len(interrupted)} run(s) of {suite.name} were interrupted ({names})",
+                             "--resume to continue them from their checkpoints",
+                             "rerun with --resume, or delete those run directories to start over")
+    recorded = {(r["mechanism"], r["seed"]) for r in read_results(results) if r["suite"] == suite.name}
+    trained = 0
+    for number, run in enumerate(runs, 1):
+        state = run.state()
+        if state == "done" and (run.mechanism, run.seed) in recorded:
+            print(f"reproduce: [{number}/{len(runs)}] {run.run_dir} done", flush=True)
+            continue
+        if state != "done":
+            print(f"reproduce: [{number}/{len(runs)}] {'resuming' if state == 'interrupted' else 'running'}"
+                  f" {run.command}", flush=True)
+            status = subprocess.call([sys.executable, "-m", "arena_tf.train", *run.arguments])
+            if status:
+                raise cli.RunError(f"run {run.run_dir} stopped with exit status {status}",
+                                   "every run of the suite to finish",
+                                   "see its error above; rerun with --resume to continue")
+            trained += 1
+        record(result_row(run), results)
+        report(results, doc, suites_dir)
+        print(f"reproduce: recorded {run.mechanism} seed {run.seed} in {results}; report {doc}",
+              flush=True)
+    return trained
+
+
+def show_plan(runs):
+    for run in runs:
+        print(f"{run.state():12s} {run.command}")
+
+
+def numbers(text, what):
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise cli.UsageError(f"--{what} {text!r} is not a list of numbers", "e.g. 0,1,2",
+                             f"fix --{what}") from None
+
+
+def parse_args(argv):
+    parser = cli.ArgumentParser(prog="python -m arena_tf.reproduce", description=__doc__.splitlines()[0])
+    parser.add_argument("suite", help="a suite of configs/suites/, or 'report'")
+    parser.add_argument("--mechanisms", help="comma-separated subset of the suite's mechanisms")
+    parser.add_argument("--seeds", help="comma-separated seeds (default: the suite's)")
+    parser.add_argument("--resume", action="store_true", help="continue interrupted runs")
+    parser.add_argument("--list", action="store_true", help="show each run's state; train nothing")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+
+    def body():
+        if args.suite == "report":
+            print(f"reproduce: wrote {report()}")
+            return 0
+        suite = load_suite(args.suite)
+        runs = plan(suite, args.mechanisms and args.mechanisms.split(","),
+                    args.seeds and numbers(args.seeds, "seeds"))
+        if args.list:
+            show_plan(runs)
+            return 0
+        run_suite(suite, runs, args.resume)
+        return 0
+
+    return cli.run_main(body, debug=args.debug)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""`python -m arena_tf.reproduce`: a suite runs each of its runs once, refuses an interrupted run
+without --resume and continues it with it, records every finished run in results.json, and the
+report is regenerated from results.json alone."""
+
+import json
+
+import pytest
+import yaml
+
+from arena_tf import reproduce
+from tests.one_line import assert_one_error_line
+from tests.train.conftest import TINY, loop
+
+STEPS = 4
+
+
+@pytest.fixture
+def setting(listops_dir, tmp_path):
+    """(suite, runs dir, results.json, report path, suites dir) of a two-mechanism tiny suite."""
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "tiny-listops.yaml").write_text(yaml.safe_dump({
+        "task": "listops", "data_dir": str(listops_dir),
+        "overrides": [*TINY, *loop(STEPS, checkpoint_every=2)],
+        "mechanisms": ["linear", "local"], "seeds": [0], "target": 33.4,
+        "paper": {"linear": 16.13, "local": 15.82},
+    }))
+    suite = reproduce.load_suite("tiny-listops", suites)
+    return suite, tmp_path / "runs", tmp_path / "results.json", tmp_path / "doc.md", suites
+
+
+def run_suite(setting, mechanisms=None, resume=False):
+    suite, runs_dir, results, doc, suites = setting
+    runs = reproduce.plan(suite, mechanisms, runs_dir=runs_dir)
+    return reproduce.run_suite(suite, runs, resume, results, doc, suites)
+
+
+def test_a_suite_runs_once_resumes_with_resume_and_reports_from_results(setting, capfd):
+    suite, runs_dir, results, doc, suites = setting
+    assert run_suite(setting, ["linear"]) == 1
+    rows = json.loads(results.read_text())
+    assert [(r["mechanism"], r["seed"], r["steps"]) for r in rows] == [("linear", 0, STEPS)]
+    row = rows[0]
+    assert row["command"].startswith("python -m arena_tf.train --task=listops --model=linear")
+    assert row["validation_curve"][-1][0] == STEPS and row["git_commit"] and row["device"]
+    assert "`local` | missing: not run yet" in doc.read_text()
+
+    # local is interrupted after its first checkpoint: a run of 2 of its 4 steps, same settings.
+    local = reproduce.plan(suite, ["local"], runs_dir=runs_dir)[0]
+    shorter = [a.replace(f"num_train_steps={STEPS}", "num_train_steps=2") for a in local.arguments]
+    from arena_tf import train
+    assert train.main(shorter) == 0
+    (local.run_dir / "metrics.json").unlink()
+    assert local.state() == "interrupted"
+    capfd.readouterr()
+    code = reproduce.cli.run_main(lambda: run_suite(setting))
+    assert code == 2
+    assert_one_error_line(capfd.readouterr().err, "were interrupted", "--resume")
+
+    assert run_suite(setting, resume=True) == 1  # linear is skipped, local continues
+    rows = json.loads(results.read_text())
+    assert [(r["mechanism"], r["steps"]) for r in rows] == [("linear", STEPS), ("local", STEPS)]
+    assert "resumed from" in capfd.readouterr().out
+    assert run_suite(setting) == 0  # all done: nothing trains
+
+    rows[0]["test_accuracy"] = 0.4321  # the report reads results.json, nothing else
+    results.write_text(json.dumps(rows))
+    reproduce.report(results, doc, suites)
+    text = doc.read_text()
+    assert "| `linear` | 43.2 |" in text and "16.13" in text
+    assert (doc.parent / "reproduction" / "tiny-listops.png").stat().st_size > 0
+
+
+def test_unknown_suite_and_mechanism_are_one_line(setting, capfd):
+    suite, *_, suites = setting
+    with pytest.raises(reproduce.cli.UsageError, match="unknown suite 'nope'"):
+        reproduce.load_suite("nope", suites)
+    with pytest.raises(reproduce.cli.UsageError, match="'full' is not in suite tiny-listops"):
+        reproduce.plan(suite, ["full"])

@@ -2,8 +2,10 @@
 
     python -m arena_tf.data prepare --task=NAME [--data_dir=DIR] [--preview] [--preview_dir=DIR]
     python -m arena_tf.data bench --task=NAME [--data_dir=DIR] [--batch_size=32] [--batches=200]
+    python -m arena_tf.data rows --task=NAME [--data_dir=DIR] [--split=test] [--limit=N]
+        [--out=FILE]
 
-Both take `--set task.params.KEY=VALUE` (repeatable, as training does) for the task's own
+All take `--set task.params.KEY=VALUE` (repeatable, as training does) for the task's own
 parameters, e.g. `--set task.params.max_bad_images=20` or
 `--set 'task.params.generator_spec={train: 2000, validation: 100, test: 100}'`.
 
@@ -11,6 +13,11 @@ Prints where the data comes from, each split's size and label balance; with --pr
 examples decoded by the task (text lines; image tasks also save PNGs under --preview_dir).
 `bench` times the training pipeline alone (shuffled, batched, prefetched, as training reads it) and
 prints examples/s, to compare with the examples/s of training in a run's metrics.json.
+`rows` writes a split's examples in the task's row form, the instances an Efficiency Pentathlon
+driver sends to a submission, as JSON Lines (stdout, or --out written atomically): `{"input": str,
+"target": str}` for listops and text, `{"input": [8-bit pixels], "target": str}` for image,
+pathfinder and pathx, `{"input1": str, "input2": str, "target": str}` for retrieval; the first
+--limit rows of the split's fixed order (arena_tf/tasks/base.py).
 
 Optional task hooks: `location()` returns a string naming where the data is (printed first);
 `preview(out_dir, count=3)` returns a list of printable lines describing a few examples and may
@@ -24,6 +31,7 @@ every few seconds on stderr.
 """
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -50,6 +58,13 @@ def build_parser():
     bench.add_argument("--batch_size", type=positive_int, default=32)
     bench.add_argument("--batches", type=positive_int, default=200,
                        help="timed batches, after 5 warm-up")
+    rows = commands.add_parser("rows", help="write one task split's rows as JSON Lines")
+    rows.add_argument("--task", required=True, help="task name, e.g. listops")
+    rows.add_argument("--data_dir", default=None, help="where the task's data is (or goes)")
+    add_set(rows)
+    rows.add_argument("--split", default="test", help="train, validation or test (default test)")
+    rows.add_argument("--limit", type=positive_int, default=None, help="the first N rows only")
+    rows.add_argument("--out", default=None, help="the JSON Lines file (default: stdout)")
     return parser
 
 
@@ -121,6 +136,55 @@ def bench(task, args):
           f"({args.batches} batches of {args.batch_size}, {seconds:.1f} s)")
 
 
+def write_rows(task, args):
+    """Write the split's rows (the first --limit) as JSON Lines to --out (atomically) or stdout."""
+    import itertools
+
+    from arena_tf.files import atomic_writer
+    from arena_tf.progress import Progress
+    from arena_tf.tasks import SPLITS
+
+    if args.split not in SPLITS:
+        raise cli.UsageError(f"unknown split {args.split!r}", f"one of {', '.join(SPLITS)}",
+                             "pass --split with one of them")
+    rows = itertools.islice(task.rows(args.split), args.limit)
+    with Progress(f"{task.name}: writing {args.split} rows", args.limit, "rows") as progress:
+        if args.out is None:
+            count = write_lines(rows, sys.stdout, progress)
+        else:
+            with atomic_writer(args.out) as out:
+                count = write_lines(rows, out, progress)
+    print(f"{task.name}: {count} {args.split} rows written to {args.out or 'stdout'}",
+          file=sys.stderr)
+
+
+def write_lines(rows, out, progress):
+    """Write each row as one JSON line (ASCII); the number written."""
+    count = 0
+    for row in rows:
+        out.write(json.dumps(row) + "\n")
+        count += 1
+        progress.update()
+    return count
+
+
+def prepare(task, args):
+    """Print where the data is and each split's size and labels (and previews)."""
+    from arena_tf.tasks import sources
+
+    summary = task.prepare()
+    if hasattr(task, "location"):
+        print(f"{task.name}: data in {task.location()}")
+    print("\n".join(format_summary(summary)))
+    if args.preview and hasattr(task, "preview"):
+        root = sources.data_root(task.name, args.data_dir)
+        out_dir = args.preview_dir or Path(root, "preview")
+        print("\n".join(task.preview(out_dir)))
+
+
+COMMANDS = {"prepare": prepare, "bench": bench, "rows": write_rows}
+
+
 def format_summary(summary):
     """One line per split: examples, then each label's count and share."""
     lines = []
@@ -140,21 +204,10 @@ def run(args):
     import tensorflow as tf
 
     import arena_tf.tasks as tasks
-    from arena_tf.tasks import sources
 
     task = make_task(tasks, args)
     try:
-        if args.command == "bench":
-            bench(task, args)
-            return 0
-        summary = task.prepare()
-        if hasattr(task, "location"):
-            print(f"{task.name}: data in {task.location()}")
-        print("\n".join(format_summary(summary)))
-        if args.preview and hasattr(task, "preview"):
-            root = sources.data_root(task.name, args.data_dir)
-            out_dir = args.preview_dir or Path(root, "preview")
-            print("\n".join(task.preview(out_dir)))
+        COMMANDS[args.command](task, args)
     except tf.errors.OpError as error:  # the data passed the checks, TensorFlow could not read it
         cause = " ".join(str(getattr(error, "message", error)).split())[-300:]
         raise cli.RunError(f"{task.name}: TensorFlow could not read the data ({cause})",

@@ -28,6 +28,15 @@ class Unsupported(RuntimeError):
     """This runtime cannot run this artifact, precision or device here; the message says why."""
 
 
+def add_arguments(parser, runtime_default=None):
+    """--runtime (required unless `runtime_default`), --precision and --device, as the commands
+    that load one artifact take them."""
+    parser.add_argument("--runtime", default=runtime_default, required=runtime_default is None,
+                        choices=available())
+    parser.add_argument("--precision", default="fp32", choices=PRECISIONS)
+    parser.add_argument("--device", default="cpu", choices=DEVICES)
+
+
 def artifact_path(run_dir, runtime, precision, device="cpu"):
     """The artifact `runtime` reads for `precision` in `run_dir`; Unsupported when the runtime does
     not run on `device`, the contract has no such artifact or the run does not hold it."""

@@ -8,7 +8,7 @@
 import importlib
 
 from arena_tf.config import ConfigError
-from arena_tf.tasks.base import SPLITS, BadDataError, DataNotFoundError, Task
+from arena_tf.tasks.base import SPLITS, BadDataError, DataNotFoundError, RowError, Task
 
 _REGISTRY = {}
 
@@ -51,5 +51,5 @@ def from_config(task_config, seed=0):
 for _module in TASKS:  # importing a module registers what it defines
     importlib.import_module(f"arena_tf.tasks.{_module}")
 
-__all__ = ["SPLITS", "BadDataError", "DataNotFoundError", "Task", "available", "from_config", "get",
-           "lookup", "register"]
+__all__ = ["SPLITS", "BadDataError", "DataNotFoundError", "RowError", "Task", "available",
+           "from_config", "get", "lookup", "register"]

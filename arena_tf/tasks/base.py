@@ -6,9 +6,21 @@ source and the machine can reach it), or the project's own generator; when none 
 
     task = arena_tf.tasks.get("listops", data_dir="data/")
     train = task.dataset("train", batch_size=32)   # ((tokens [32, 2000] int32), labels [32] int32)
+
+Rows: each task also gives its examples in a row form, the instances an Efficiency Pentathlon driver
+sends to a submission (JSON objects), and turns a row back into the token ids training reads:
+
+    row = next(task.rows("test"))          # {"input": "( [MAX 2 9 ] )", "target": "9"}
+    (tokens,) = task.row_ids(row)          # int32 [max_len], what load_split gives that example
+    arrays = task.rows_to_arrays(rows)     # one int32 [batch, max_len] array per model input
+
+A row holds the raw input ("input", or "input1" and "input2" for two inputs) and "target", the label
+as a string. Tokenizing happens on the submission's side, as in any real submission.
 """
 
 import abc
+
+import numpy as np
 
 from arena_tf.cli import UsageError
 
@@ -27,11 +39,18 @@ class BadDataError(DataNotFoundError, ValueError):
     Also a ValueError, as these checks raised before."""
 
 
+class RowError(UsageError, ValueError):
+    """A row that is not in the task's row form (a missing field, a token outside the vocabulary,
+    pixels of the wrong count or range); the message says which row and what was expected."""
+
+
 SPLITS = ("train", "validation", "test")
+ROW_INPUT_KEYS = {1: ("input",), 2: ("input1", "input2")}  # the row fields, by number of inputs
 
 
 class Task(abc.ABC):
-    """One LRA task. Subclasses set the class attributes and implement `load_split`.
+    """One LRA task. Subclasses set the class attributes and implement `load_split` (and, for the
+    row form, `rows` and `encode_input`).
 
     Class attributes:
         name: registry name.
@@ -58,6 +77,56 @@ class Task(abc.ABC):
     def load_split(self, split):
         """An unbatched tf.data.Dataset of (inputs, label) for `split`, inputs int32 [max_len]
         (a tuple of two for two inputs), in a fixed order; raises DataNotFoundError."""
+
+    def rows(self, split):
+        """Yield the examples of `split` in their row form, in load_split's order: dicts with the
+        input field(s) (`input_keys`) and "target" (`target(label)`)."""
+        raise NotImplementedError(f"{self.name} has no row form")
+
+    def encode_input(self, value):
+        """The int32 [max_len] token ids of one row input, exactly as load_split encodes it;
+        RowError when `value` is not an input of this task."""
+        raise NotImplementedError(f"{self.name} has no row form")
+
+    @property
+    def input_keys(self):
+        """The row fields holding the inputs: ("input",), or ("input1", "input2")."""
+        return ROW_INPUT_KEYS[self.num_inputs]
+
+    @staticmethod
+    def target(label):
+        """A label as a row's target (and a submission's output): the class id as a string."""
+        return str(int(label))
+
+    def row_ids(self, row):
+        """A tuple of int32 [max_len] arrays, one per input: the token ids load_split gives the
+        example `row` came from; RowError for anything but a row of this task."""
+        if not isinstance(row, dict):
+            raise self._not_a_row(f"a row is a {type(row).__name__}")
+        missing = [key for key in self.input_keys if key not in row]
+        if missing:
+            raise self._not_a_row(f"a row has no {', '.join(map(repr, missing))} field")
+        return tuple(self.encode_input(row[key]) for key in self.input_keys)
+
+    def rows_to_arrays(self, rows):
+        """One int32 [len(rows), max_len] array per model input; a RowError names the first row
+        (by index) that is not a row of this task."""
+        ids = []
+        for index, row in enumerate(rows):
+            try:
+                ids.append(self.row_ids(row))
+            except RowError as error:
+                raise RowError(f"row {index}: {error.what}", error.expected, error.fix) from None
+        if not ids:
+            return tuple(np.zeros((0, self.max_len), np.int32) for _ in self.input_keys)
+        return tuple(np.stack(column) for column in zip(*ids))
+
+    def _not_a_row(self, what):
+        """The RowError for something that is not a row object with this task's input fields."""
+        return RowError(f"{self.name}: {what}",
+                        f"a JSON object with {', '.join(map(repr, self.input_keys))}",
+                        f"send rows as `python -m arena_tf.data rows --task={self.name}` "
+                        "writes them")
 
     @abc.abstractmethod
     def prepare(self):

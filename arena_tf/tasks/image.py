@@ -9,6 +9,9 @@ LRA code), values 0..255 flattened row-major to 1024 tokens. Pixels are their ow
 with no padding id (`padding_id = None`): the reference code treated 0 as padding and so masked
 black pixels, a bug not copied here.
 
+Rows: `{"input": [1024 grayscale pixels 0..255], "target": "0".."9"}`, the pixels as load_split
+gives them (the conversion to grayscale is part of the row, not of the submission).
+
     task = arena_tf.tasks.get("image")
     pixels, label = next(iter(task.load_split("test")))   # int32 [1024] in 0..255, int32 0..9
 """
@@ -24,7 +27,7 @@ CLASS_NAMES = (
 
 
 @register
-class Image(sources.TfdsTask):
+class Image(sources.PixelRows, sources.TfdsTask):
     """CIFAR-10 as 1024 grayscale pixel tokens, no padding."""
 
     name = "image"

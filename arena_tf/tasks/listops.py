@@ -14,6 +14,9 @@ Encoding: parentheses are dropped (as in the reference loader) and each remainin
 id in the fixed VOCABULARY below (ids 1..15; the reference's order came from a Python set and
 changed between processes); 0 is padding; vocabulary size 16; max_len 2000.
 
+Rows: `{"input": EXPRESSION, "target": VALUE}`, the two columns of a line as they are (parentheses
+kept); `encode_input` tokenizes an expression as load_split does.
+
     task = arena_tf.tasks.get("listops")
     tokens, label = next(iter(task.load_split("validation")))   # int32 [2000], int32 scalar
 """
@@ -27,7 +30,7 @@ import tensorflow as tf
 from arena_tf.generators import listops as generator
 from arena_tf.progress import Progress
 from arena_tf.tasks import register, sources
-from arena_tf.tasks.base import SPLITS, BadDataError, DataNotFoundError, Task
+from arena_tf.tasks.base import SPLITS, BadDataError, DataNotFoundError, RowError, Task
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,8 @@ SUBFOLDERS = ("", "listops-1000", "lra_release/listops-1000")
 HEADER = generator.HEADER.rstrip("\n")
 TOKENS = frozenset(token.encode() for token in (*VOCABULARY, *DROPPED))
 LABELS = {value.encode(): int(value) for value in generator.VALUES}
+TOKEN_IDS = {**{token: index for index, token in enumerate(VOCABULARY, start=1)},
+             **{token: 0 for token in DROPPED}}  # 0: dropped
 LINE_FORMAT = (
     "'EXPRESSION<tab>VALUE' lines as in the LRA release, e.g. '( [MAX 2 9 ] )<tab>9': a value "
     "0-9, ListOps tokens only, one ']' per operator and one ')' per '('"
@@ -72,16 +77,35 @@ class ListOps(sources.TextPreview, Task):
         self.processes = processes
 
     def load_split(self, split):
-        path = self.files()[sources.check_split(split)]
-        lines = tf.data.TextLineDataset(str(path))
-        if _has_header(path):
-            lines = lines.skip(1)
         table = _token_table()
-        return lines.map(
+        return self._lines(split).map(
             lambda line: self._parse(line, table),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         )
+
+    def rows(self, split):
+        for line in self._lines(split).as_numpy_iterator():
+            fields = line.split(b"\t")  # checked: two columns, a value 0-9
+            yield {"input": fields[0].decode(), "target": self.target(fields[-1].strip())}
+
+    def encode_input(self, value):
+        """Token ids of an expression: parentheses dropped, the others by VOCABULARY, cut and
+        padded to max_len (as `_parse`)."""
+        if not isinstance(value, str):
+            raise row_error(f"a ListOps input is a {type(value).__name__}")
+        tokens = value.split()
+        unknown = [token for token in tokens if token not in TOKEN_IDS]
+        if unknown:
+            raise row_error(f"{unknown[0][:20]!r} is not a ListOps token")
+        ids = [TOKEN_IDS[token] for token in tokens]
+        return sources.fit_ids([i for i in ids if i > 0], self.max_len)
+
+    def _lines(self, split):
+        """The lines of the split's file, without its header."""
+        path = self.files()[sources.check_split(split)]
+        lines = tf.data.TextLineDataset(str(path))
+        return lines.skip(1) if _has_header(path) else lines
 
     def prepare(self):
         files = self.files()
@@ -148,6 +172,11 @@ class ListOps(sources.TextPreview, Task):
             ids = tf.boolean_mask(ids, ids > 0)
         label = tf.strings.to_number(tf.strings.strip(fields[-1]), tf.int32)
         return sources.fit_length(ids, self.max_len), label
+
+
+def row_error(what):
+    """A RowError for a ListOps row input."""
+    return RowError(what, "an expression of ListOps tokens, e.g. '( [MAX 2 9 ] )'", "fix the row")
 
 
 def _token_table():

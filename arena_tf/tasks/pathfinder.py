@@ -27,6 +27,8 @@ release has one, curv_baseline/imgs/0/sample_172.png) is skipped there with a
 Encoding: pixel values 0..255 flattened row-major to 1024 tokens, vocabulary 256, no padding id
 (the reference code treated 0 as padding and so masked black pixels, a bug not copied here).
 
+Rows: `{"input": [pixels 0..255, row by row], "target": "0" or "1"}`, as load_split gives them.
+
     task = arena_tf.tasks.get("pathfinder", data_dir="lra_release")
     pixels, label = next(iter(task.load_split("test")))   # int32 [1024] in 0..255, int32 0 / 1
 """
@@ -152,7 +154,7 @@ def _skip(path):
 
 
 @register
-class Pathfinder(Task):
+class Pathfinder(sources.PixelRows, Task):
     """Pathfinder from the LRA release layout, or generated once under a seed.
 
     `difficulty`: "hard" (contour length 14, what LRA uses; default), "intermediate" (9) or "easy"

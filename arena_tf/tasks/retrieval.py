@@ -12,6 +12,9 @@ their file and line number, once per file, and skipped.
 Encoding: each document as UTF-8 bytes + 1 (0 = padding, vocabulary 257), cut to max_len = 4000;
 the two documents are two inputs for a two-tower model with shared weights.
 
+Rows: `{"input1": TEXT1, "input2": TEXT2, "target": "0" or "1"}`, the documents whole (see
+`sources.row_text` for bytes that are not UTF-8).
+
     task = arena_tf.tasks.get("retrieval", data_dir="lra_release")
     (doc1, doc2), label = next(iter(task.load_split("train")))   # int32 [4000] x 2, int32 0 / 1
 """
@@ -41,7 +44,7 @@ REPORTED_LINES = 20  # malformed lines logged one by one; more are counted
 
 
 @register
-class Retrieval(sources.TextPreview, Task):
+class Retrieval(sources.ByteTextRows, sources.TextPreview, Task):
     """AAN document pairs as two byte-token inputs; malformed lines are reported and skipped."""
 
     name = "retrieval"
@@ -57,11 +60,20 @@ class Retrieval(sources.TextPreview, Task):
         self._scans = {}
 
     def load_split(self, split):
+        return self._lines(split).map(self._parse, num_parallel_calls=tf.data.AUTOTUNE,
+                                      deterministic=True)
+
+    def rows(self, split):
+        for first, second, label in self._lines(split).map(_fields).as_numpy_iterator():
+            yield {"input1": sources.row_text(first), "input2": sources.row_text(second),
+                   "target": self.target(label)}
+
+    def _lines(self, split):
+        """The split's valid lines, in file order."""
         path = self.files()[sources.check_split(split)]
         valid = tf.constant(self.scan(path).valid)
         lines = tf.data.TextLineDataset(str(path)).enumerate()
-        lines = lines.filter(lambda index, line: valid[index]).map(lambda index, line: line)
-        return lines.map(self._parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return lines.filter(lambda index, line: valid[index]).map(lambda index, line: line)
 
     def prepare(self):
         return {split: self.scan(path).summary for split, path in self.files().items()}
@@ -92,14 +104,19 @@ class Retrieval(sources.TextPreview, Task):
         return str(self.files()["train"].parent)
 
     def _parse(self, line):
-        fields = tf.strings.split(line, "\t")
-        label = tf.cast(tf.strings.to_number(fields[0]), tf.int32)
-        second = tf.strings.regex_replace(fields[4], "\r$", "")
+        first, second, label = _fields(line)
         inputs = (
-            sources.encode_bytes(fields[3], self.max_len),
+            sources.encode_bytes(first, self.max_len),
             sources.encode_bytes(second, self.max_len),
         )
         return inputs, label
+
+
+def _fields(line):
+    """(text1, text2, int32 label) of a valid line; a '\\r' ending the line is not text."""
+    fields = tf.strings.split(line, "\t")
+    label = tf.cast(tf.strings.to_number(fields[0]), tf.int32)
+    return fields[3], tf.strings.regex_replace(fields[4], "\r$", ""), label
 
 
 Scan = collections.namedtuple("Scan", ["valid", "summary"])

@@ -13,6 +13,11 @@ raises `DataNotFoundError` with one message when none serves. The parts the task
 `atomic_writer` lives in `arena_tf.files` (which stays free of TensorFlow, for generator
 workers) and is re-exported here.
 
+Rows (see arena_tf/tasks/base.py): `ByteTextRows` and `PixelRows` give the row form of the byte-text
+tasks (text, retrieval) and the pixel tasks (image, pathfinder, pathx); `row_text` turns raw bytes
+into a row's string so that `byte_ids` gives back exactly the bytes (invalid UTF-8 travels as
+lone surrogates, Python's "surrogateescape", which JSON carries as \\udcXX escapes).
+
 `TfdsTask` is the base of the TFDS-backed tasks (text, image): a subclass names the TFDS dataset,
 maps each task split to a TFDS split, and encodes one (features, label) pair.
 
@@ -29,10 +34,12 @@ import os
 import socket
 from pathlib import Path
 
+import numpy as np
+
 from arena_tf.config import ConfigError
 from arena_tf.files import atomic_writer  # noqa: F401 (shared with the tasks from here)
 from arena_tf.progress import Progress
-from arena_tf.tasks.base import SPLITS, DataNotFoundError, Task
+from arena_tf.tasks.base import SPLITS, DataNotFoundError, RowError, Task
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +106,77 @@ def encode_bytes(text, max_len):
 def decode_bytes(ids):
     """Inverse of `encode_bytes` for display: padding dropped, invalid UTF-8 replaced."""
     return bytes(int(i) - 1 for i in ids if i > 0).decode("utf-8", errors="replace")
+
+
+def row_text(raw):
+    """A row's string for raw bytes: UTF-8, undecodable bytes as lone surrogates (surrogateescape),
+    so that `byte_ids` encodes exactly these bytes again."""
+    return raw.decode("utf-8", errors="surrogateescape")
+
+
+def fit_ids(ids, max_len):
+    """NumPy twin of `fit_length`: int32 [max_len], cut to `max_len`, right-padded with 0."""
+    fitted = np.zeros(max_len, np.int32)
+    ids = np.asarray(ids, np.int32)[:max_len]
+    fitted[:len(ids)] = ids
+    return fitted
+
+
+def byte_ids(text, max_len):
+    """NumPy twin of `encode_bytes` for a row's string (see `row_text`): UTF-8 byte + 1, cut and
+    padded to `max_len`; RowError for anything but such a string."""
+    if not isinstance(text, str):
+        raise RowError(f"a text input is a {type(text).__name__}", "a string",
+                       "send the text itself")
+    try:
+        raw = text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError as error:
+        raise RowError(f"a text input holds {text[error.start]!r}, which no UTF-8 byte encodes",
+                       "text, with undecodable bytes as \\udc80-\\udcff", "fix the row") from None
+    return fit_ids(np.frombuffer(raw, np.uint8).astype(np.int32) + 1, max_len)
+
+
+def pixel_ids(pixels, max_len):
+    """A pixel row input as int32 [max_len]: exactly `max_len` whole numbers 0..255, row-major;
+    RowError otherwise."""
+    array = _whole_numbers(pixels)
+    if array is None or len(array) != max_len or array.min() < 0 or array.max() > 255:
+        shown = f"a list of {len(pixels)} items" if isinstance(pixels, list) else \
+            f"a {type(pixels).__name__}"
+        raise RowError(f"a pixel input is not {max_len} whole numbers 0..255 ({shown})",
+                       f"a list of {max_len} 8-bit pixel values, row by row",
+                       "send the pixels as `python -m arena_tf.data rows` writes them")
+    return array.astype(np.int32)
+
+
+def _whole_numbers(value):
+    """`value` as a 1-D integer array when it is a non-empty list of whole numbers, else None."""
+    if not isinstance(value, list) or not value:
+        return None
+    try:
+        array = np.asarray(value)
+    except (ValueError, OverflowError):  # ragged nesting, numbers beyond int64
+        return None
+    return array if array.ndim == 1 and array.dtype.kind in "iu" else None
+
+
+class ByteTextRows:
+    """Mixin for tasks whose inputs are UTF-8 text tokenized as bytes: a row input is the text."""
+
+    def encode_input(self, value):
+        return byte_ids(value, self.max_len)
+
+
+class PixelRows:
+    """Mixin for tasks whose tokens are 8-bit pixels: a row input is the pixel list itself, as
+    load_split gives it."""
+
+    def rows(self, split):
+        for pixels, label in self.load_split(split).as_numpy_iterator():
+            yield {"input": pixels.tolist(), "target": self.target(label)}
+
+    def encode_input(self, value):
+        return pixel_ids(value, self.max_len)
 
 
 def summarize(dataset, batch_size=1024, what="counting labels"):
@@ -230,8 +308,12 @@ class TfdsTask(Task):
     def load_split(self, split):
         import tensorflow as tf
 
-        data = self._load_tfds(self.tfds_splits[check_split(split)])
-        return data.map(self.encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return self.tfds_examples(split).map(self.encode, num_parallel_calls=tf.data.AUTOTUNE,
+                                             deterministic=True)
+
+    def tfds_examples(self, split):
+        """The TFDS (features, label) pairs of a task split, before `encode`, in file order."""
+        return self._load_tfds(self.tfds_splits[check_split(split)])
 
     def prepare(self):
         return {split: summarize(self.load_split(split)) for split in self.tfds_splits}

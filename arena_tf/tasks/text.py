@@ -8,6 +8,8 @@ figures are therefore test figures: do not tune on them).
 Encoding: each UTF-8 byte b becomes id b + 1 (1..256), 0 is padding, vocabulary 257; reviews are cut
 to max_len = 1000 bytes (the LRA code; the paper says 4000).
 
+Rows: `{"input": REVIEW, "target": "0" or "1"}`, the review whole (1 = positive).
+
     task = arena_tf.tasks.get("text")
     tokens, label = next(iter(task.load_split("train")))   # int32 [1000], int32 0 / 1
 """
@@ -18,7 +20,7 @@ from arena_tf.tasks import register, sources
 
 
 @register
-class Text(sources.TextPreview, sources.TfdsTask):
+class Text(sources.ByteTextRows, sources.TextPreview, sources.TfdsTask):
     """IMDb as byte tokens; validation is the test split (the reference's choice)."""
 
     name = "text"
@@ -35,3 +37,7 @@ class Text(sources.TextPreview, sources.TfdsTask):
 
     def encode(self, features, label):
         return sources.encode_bytes(features, self.max_len), tf.cast(label, tf.int32)
+
+    def rows(self, split):
+        for text, label in self.tfds_examples(split).as_numpy_iterator():
+            yield {"input": sources.row_text(text), "target": self.target(label)}

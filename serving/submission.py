@@ -1,0 +1,227 @@
+"""An exported run as an Efficiency Pentathlon submission: rows in, label strings out, on stdio.
+
+    python -m serving.submission RUN_DIR [--runtime onnxruntime|tf] [--precision fp32|fp16|bf16]
+        [--device cpu|gpu] [--offline]
+
+so that `efficiency-benchmark run --task T --scenario S -- python -m serving.submission RUN_DIR`
+drives it (../shared/PENTATHLON.md has the protocol). The task and its settings (max_len, task
+parameters) come from RUN_DIR/config.yaml; the model is the artifact the runtime reads for the
+precision (serving/runtimes.py, the export contract). Rows are tokenized here by the task's own
+`rows_to_arrays`, exactly as training encoded them (arena_tf/tasks/base.py); a prediction is the
+argmax of the logits as the task's target string ("7" for ListOps).
+
+Online (default): each stdin line is a JSON list of rows (`{"input": ...}` or `{"input1": ...,
+"input2": ...}`; other fields such as "target" are ignored); each gets one stdout line, the JSON
+list of label strings in order.
+
+Offline (--offline): stdin brings one line `{"offline_data_path": P, "offline_output_path": Q,
+"limit": N}`. The rows of P (JSON Lines; the first N when N > 0) are read, then stdout says
+`Model and data loaded. Start the timer.`; they are predicted in batches of OFFLINE_BATCH; stdout
+says `Offiline prediction done. Stop the timer.` (Pentathlon's spelling); Q receives one
+`{"output": "<label>"}` line per row in input order (written atomically); stdout says `Offiline
+outputs written. Exit.`
+
+Errors: anything that goes wrong (arguments, a missing artifact, a malformed request or row) prints
+`Efficiency benchmark exception: SubprocessError` and then the traceback on stdout, and the exit
+status is non-zero (2 for bad arguments, 1 otherwise).
+
+Stdout carries the protocol only: from the start, whatever else writes to file descriptor 1
+(print, TensorFlow, ONNX Runtime, --help) goes to stderr.
+
+Side channel, for our bench and never seen by a Pentathlon driver: stderr lines
+`arena_tf.submission: <JSON object>`, one per event, its "event" field naming it:
+
+    {"event": "loaded", "runtime", "precision", "device", "providers", "artifact",
+     "artifact_precision", "load_seconds"}               the runtime actually used, once loaded
+    {"event": "batch", "instances", "predict_seconds"}    each model call (in-model latency: the
+                                                          runtime's predict, without tokenizing)
+    {"event": "offline", "instances", "seconds"}          the offline prediction, as timed here
+    {"event": "exit", "peak_rss_bytes"}                   last, whatever the outcome
+"""
+
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+
+SENTINEL = "Efficiency benchmark exception: SubprocessError"
+LOADED = "Model and data loaded. Start the timer."
+PREDICTED = "Offiline prediction done. Stop the timer."
+WRITTEN = "Offiline outputs written. Exit."
+SIDE_PREFIX = "arena_tf.submission: "
+OFFLINE_BATCH = 128
+DEFAULT_RUNTIME = "onnxruntime"
+
+
+def side(event, **fields):
+    """One side-channel line on stderr: SIDE_PREFIX and a JSON object with `event` and `fields`."""
+    sys.stderr.write(SIDE_PREFIX + json.dumps({"event": event, **fields}) + "\n")
+    sys.stderr.flush()
+
+
+class Submission:
+    """A loaded model and its task: `predict(rows)` -> label strings, each model call reported."""
+
+    def __init__(self, task, runtime):
+        self.task = task
+        self.runtime = runtime
+
+    @classmethod
+    def load(cls, run_dir, runtime="onnxruntime", precision="fp32", device="cpu"):
+        """The run's task (from config.yaml) and its artifact for `runtime` and `precision`, loaded
+        on `device`; runtimes.Unsupported when it cannot run so, ValueError when the artifact's
+        input length is not the task's."""
+        from arena_tf.analysis import rundir
+        from serving import artifacts, runtimes
+
+        task = rundir.make_task(rundir.read_config(run_dir))
+        path = runtimes.artifact_path(run_dir, runtime, precision, device)
+        metadata = artifacts.read_metadata(path)
+        if metadata.get("max_len") not in (None, task.max_len):
+            raise ValueError(f"{path} takes {metadata['max_len']} tokens per input but the task in "
+                             f"{run_dir}/config.yaml reads {task.max_len}; re-export the run")
+        model = runtimes.get(runtime)(path, precision, device, metadata)
+        start = time.perf_counter()
+        model.load()
+        side("loaded", **model.describe(), artifact=str(path),
+             artifact_precision=metadata.get("precision"),
+             load_seconds=time.perf_counter() - start)
+        return cls(task, model)
+
+    def predict(self, rows):
+        """The predicted label string of each row, in order; RowError for a malformed row."""
+        if not rows:
+            return []
+        arrays = self.task.rows_to_arrays(rows)
+        start = time.perf_counter()
+        logits = self.runtime.predict(arrays)
+        side("batch", instances=len(rows), predict_seconds=time.perf_counter() - start)
+        return [self.task.target(label) for label in logits.argmax(axis=-1)]
+
+    def predict_all(self, rows, batch_size=OFFLINE_BATCH):
+        """`predict` over `rows` in batches of `batch_size`."""
+        return [label for start in range(0, len(rows), batch_size)
+                for label in self.predict(rows[start:start + batch_size])]
+
+
+def parse_batch(line):
+    """The rows of one request line; ValueError unless it is a JSON list."""
+    batch = json.loads(line)
+    if not isinstance(batch, list):
+        raise ValueError(f"a request is a JSON {type(batch).__name__}; expected a JSON list of "
+                         "rows, one line per batch")
+    return batch
+
+
+def serve_online(submission, requests, answers):
+    """Answer each request line with one line of label strings until end of input."""
+    for line in requests:
+        if line.strip():
+            say(answers, json.dumps(submission.predict(parse_batch(line))))
+
+
+def serve_offline(submission, requests, answers):
+    """The offline handshake: one config line in, three fixed lines out, the outputs file."""
+    config = json.loads(requests.readline())
+    rows = read_rows(config["offline_data_path"], config.get("limit", -1))
+    say(answers, LOADED)
+    start = time.perf_counter()
+    labels = submission.predict_all(rows)
+    seconds = time.perf_counter() - start
+    say(answers, PREDICTED)
+    side("offline", instances=len(rows), seconds=seconds)
+    write_outputs(config["offline_output_path"], labels)
+    say(answers, WRITTEN)
+
+
+def read_rows(path, limit):
+    """The JSON Lines rows of `path`, the first `limit` when it is positive (Pentathlon: -1 means
+    all)."""
+    with open(path, encoding="utf-8") as lines:
+        rows = [json.loads(line) for line in lines if line.strip()]
+    return rows[:limit] if limit and limit > 0 else rows
+
+
+def write_outputs(path, labels):
+    """`{"output": label}` JSON Lines, in order, replacing `path` at once."""
+    from arena_tf.files import atomic_writer
+
+    with atomic_writer(path) as out:
+        out.writelines(json.dumps({"output": label}) + "\n" for label in labels)
+
+
+def say(answers, line):
+    """One protocol line on the answer stream, sent at once."""
+    answers.write(line + "\n")
+    answers.flush()
+
+
+def answer_stream():
+    """The process's stdout, kept for protocol lines alone; file descriptor 1 (print, library and
+    C++ logs) goes to stderr from now on."""
+    sys.stdout.flush()
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", newline="\n")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return answers
+
+
+def build_parser():
+    from arena_tf import cli
+    from serving import runtimes
+
+    parser = cli.ArgumentParser(prog="python -m serving.submission",
+                                description="Serve an exported run as a Pentathlon submission.")
+    parser.add_argument("run_dir", help="a run directory with config.yaml and exported artifacts")
+    runtimes.add_arguments(parser, runtime_default=DEFAULT_RUNTIME)
+    parser.add_argument("--offline", action="store_true",
+                        help="the offline handshake instead of online batches")
+    return parser
+
+
+def serve(argv, requests, answers):
+    """Parse the arguments, load the model, then serve `requests` (online or offline)."""
+    from arena_tf import cli
+
+    cli.quiet_tensorflow()
+    args = build_parser().parse_args(argv)
+    submission = Submission.load(args.run_dir, args.runtime, args.precision, args.device)
+    (serve_offline if args.offline else serve_online)(submission, requests, answers)
+
+
+def exit_status(error):
+    """A non-zero status for `error`: argparse's own (2) for bad arguments, else 1."""
+    if isinstance(error, SystemExit) and isinstance(error.code, int) and error.code:
+        return error.code
+    return 1
+
+
+def main(argv=None):
+    answers = answer_stream()
+    try:
+        serve(argv, sys.stdin.buffer, answers)
+    except SystemExit as stop:
+        if stop.code in (0, None):  # --help
+            return 0
+        report_failure(answers)
+        return exit_status(stop)
+    except BaseException as error:  # noqa: B036 (the protocol's contract: every failure reported)
+        report_failure(answers)
+        return exit_status(error)
+    finally:
+        side("exit", peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    return 0
+
+
+def report_failure(answers):
+    """The sentinel line, then the traceback, on the protocol stream (the driver stops there)."""
+    try:
+        say(answers, SENTINEL)
+        say(answers, traceback.format_exc().rstrip("\n"))
+    except OSError:  # the driver has gone: nobody to tell
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

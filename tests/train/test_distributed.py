@@ -9,8 +9,9 @@ import numpy as np
 
 from arena_tf import train
 from arena_tf.distribute import make_strategy
+from arena_tf.training.events import read_scalars
 from tests.train.conftest import (DRIVER, TINY, TRAIN, cli_args, finish, free_port, load_weights,
-                                  loop, read_scalars, run, start)
+                                  loop, run, start)
 
 STEPS = 6
 OVERRIDES = [*TINY, *loop(STEPS)]

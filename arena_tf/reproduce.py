@@ -198,6 +198,17 @@ def suite_table(name, rows, suite):
                   "majority class %", "target"], lines)
 
 
+def suite_heading(suite):
+    """What a suite trains: task, preset, target and its own settings."""
+    text = f"Task `{suite.task}`, preset `{suite.preset or 'none'}`"
+    if suite.target:
+        text += f"; target: every mechanism at or above {suite.target}%"
+    text += ".\n"
+    if suite.overrides:
+        text += f"Settings: `{' '.join(suite.overrides)}`.\n"
+    return text
+
+
 def plot_curves(name, rows, path):
     """Validation accuracy against step, one line per run, to `path` (PNG)."""
     import matplotlib
@@ -228,15 +239,13 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
              "`python -m arena_tf.reproduce SUITE` writes as each run finishes. Every row holds the "
              "command that reproduces it, the commit and the device. Mechanisms without a row are "
              "shown as missing, never estimated.\n"]
-    names = sorted({r["suite"] for r in rows} | {p.stem for p in pathlib.Path(suites_dir).glob("*.yaml")})
-    for name in names:
-        suite = load_suite(name, suites_dir) if (pathlib.Path(suites_dir) / f"{name}.yaml").is_file() else None
+    files_of_suites = {p.stem for p in pathlib.Path(suites_dir).glob("*.yaml")}
+    for name in sorted({r["suite"] for r in rows} | files_of_suites):
+        suite = load_suite(name, suites_dir) if name in files_of_suites else None
         mine = [r for r in rows if r["suite"] == name]
         parts.append(f"## {name}\n")
         if suite:
-            parts.append(f"Task `{suite.task}`, preset `{suite.preset or 'none'}`"
-                         + (f"; target: every mechanism at or above {suite.target}%" if suite.target else "")
-                         + ".\n")
+            parts.append(suite_heading(suite))
         parts.append(suite_table(name, mine, suite) + "\n")
         if mine:
             image = doc.parent / "reproduction" / f"{name}.png"

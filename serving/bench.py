@@ -1,21 +1,31 @@
-"""The inference bench: exported models x runtimes x precisions x scenarios -> one row each.
+"""The inference bench, a driver of Efficiency Pentathlon's protocol: exported models x runtimes x
+precisions x scenarios, or any Pentathlon submission, -> one row each.
 
     python -m serving.bench runs/listops-performer --runtime tf,onnxruntime --precision fp32,bf16 \\
         --scenario all --device cpu --out runs/serving/performer
-    python -m serving.bench runs/listops-performer --command "python my_model.py" --name mine
+    python -m serving.bench --command "python my_submission.py" --task=listops \\
+        --data-dir=data/listops --scenario fixed_batch,random_batch
 
-Each row starts the model in its own process (`python -m serving.worker ARTIFACT ...`, or any
-Pentathlon-style `--command`), drives it over the stdio protocol (serving/protocol.py) through one
-scenario (serving/scenarios.py) and records accuracy, throughput, latency (end to end, and inside
-the model process where it reports it), peak RSS and GPU memory, energy, parameters, size on disk
-and MOROCCO fitness. A combination that cannot run is an "unsupported" row; a model that answers
-with errors, crashes or hangs (killed after --timeout) is a "failed" row; a model whose outputs are
-not predictions of the task (class ids out of range, logits of the wrong length, not numbers) is an
-"invalid" row, with no timings and out of the ratio tables; the next row runs either way.
-Results go to OUT/results.jsonl, results.csv, results.md (rewritten atomically after every row),
-radar and bubble charts (PNG), and the model processes' logs to OUT/logs/; OUT defaults to
-runs/serving/<run names>. The offline scenario's files go to OUT/work/, the only directory the
-worker may read and write on request (its --offline-dir).
+A RUN_DIR target is `python -m serving.submission RUN_DIR --runtime R --precision P` for each
+runtime and precision; a --command target is that command (the reference submission's shape:
+`--offline` appended for the offline scenario, or --offline-command). Each target runs in one
+process for all its online scenarios (a fresh one after a failure) and a second, started with
+--offline, for the offline scenario; both speak Pentathlon's stdio protocol (serving/protocol.py):
+the task split's rows in (python -m arena_tf.data rows), label strings out. Scenarios, names and
+defaults are Pentathlon's (serving/scenarios.py), plus our server scenario.
+
+Each row records accuracy (outputs compared as strings with the rows' targets), Pentathlon's
+metrics (time, latency per batch, instances/s, output words/s), latency percentiles end to end and
+inside the model process (from the submission's side channel on stderr, which also says the runtime
+and precision it used), peak RSS and GPU memory, energy, parameters, size on disk and MOROCCO
+fitness. A combination that cannot run is an "unsupported" row; a submission that prints the
+sentinel, crashes or hangs (killed after --timeout), or answers the wrong number of outputs is a
+"failed" row; one whose outputs are not strings of the task's label set is an "invalid" row, with
+no timings and out of the ratio tables; the next row runs either way. Results go to
+OUT/results.jsonl, results.csv, results.md (rewritten atomically after every row), radar and
+bubble charts (PNG), and the model processes' logs to OUT/logs/; OUT defaults to runs/serving/<run
+names>. The offline scenario's files go to OUT/work/offline/ (serving.submission gets
+--offline-dir OUT/work and touches no other path).
 
 Exit status: 0 when every row ran or was unsupported and at least one was measured; 1 when nothing
 was measured (every row unsupported, failed or invalid) or a row failed or was invalid; 2 on a
@@ -33,14 +43,22 @@ import subprocess
 import sys
 
 from arena_tf import cli
-from serving import artifacts, gpu, instances, loadgen, plots, report, runtimes, scenarios
+from serving import (
+    artifacts,
+    gpu,
+    instances,
+    loadgen,
+    plots,
+    report,
+    runtimes,
+    scenarios,
+)
 from serving.metrics import fitness, latency_summary
 from serving.outputs import InvalidOutputs
-from serving.protocol import ModelError, ModelProcess
+from serving.protocol import ModelError, ModelProcess, peak_rss_bytes
 from serving.runner import Settings, run_scenario
 
 PROJECT_ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEFAULT_GENERATED = 2000
 DEFAULT_OUT_ROOT = pathlib.Path("runs") / "serving"
 STATUSES = ("ok", "unsupported", "failed", "invalid")
 
@@ -55,25 +73,25 @@ class NothingMeasured(cli.RunError):
 
 @dataclasses.dataclass
 class Target:
-    """One model under test in one configuration: how to start it, or why it cannot run. A worker
-    target (an exported artifact) gets --offline-dir when its row starts; a --command does not."""
+    """One submission under test in one configuration: its task, how to start it online and
+    offline, or why it cannot run. A RUN_DIR target (`run_dir` set) is serving.submission over an
+    exported artifact."""
 
     model: str
     runtime: str
     precision: str
-    metadata: dict
+    task: str
     task_config: dict
+    metadata: dict
     command: list = None
+    offline_command: list = None
+    run_dir: str = None
     artifact: str = None
     unsupported: str = ""
 
     @property
     def label(self):
         return f"{self.model} {self.runtime}/{self.precision}"
-
-    @property
-    def is_worker(self):
-        return self.runtime != "command"
 
 
 # -- arguments ----------------------------------------------------------------------------------
@@ -116,26 +134,25 @@ def parse_args(argv):
                         help=f"all, or comma-separated: {', '.join(scenarios.available())}")
     parser.add_argument("--device", default="cpu", choices=runtimes.DEVICES)
     parser.add_argument("--out", help=f"output directory (default {DEFAULT_OUT_ROOT}/<run names>)")
-    parser.add_argument("--command", help="benchmark this Pentathlon-style stdio command instead "
-                        "of the exported artifacts (instances from RUN_DIR or --task)")
+    parser.add_argument("--command", help="benchmark this Pentathlon submission (a command line) "
+                        "instead of the exported artifacts; rows of RUN_DIR's task or --task")
+    parser.add_argument("--offline-command", help="with --command: the offline scenario's "
+                        "command (default: --command with --offline appended)")
     parser.add_argument("--name", help="the model's name in the report for --command")
-    parser.add_argument("--task", help="with --command and no RUN_DIR: the task whose instances "
-                        "to send (its default max_len unless --max-len)")
-    parser.add_argument("--max-len", type=int, help="with --task: the model's sequence length")
-    parser.add_argument("--instances", default="auto", choices=instances.KINDS,
-                        help="test split, generated tokens, or auto (test split where readable)")
+    parser.add_argument("--task", help="with --command and no RUN_DIR: the task whose rows to send")
     parser.add_argument("--data-dir", help="where the task's data is (default: the run's config)")
-    parser.add_argument("--generated", type=int, help="generated pool size (default: the largest "
-                        f"scenario count, else {DEFAULT_GENERATED})")
-    parser.add_argument("--batch-size", type=int, default=32, help="fixed batching batch size")
-    parser.add_argument("--poisson-mean", type=float, default=32.0,
-                        help="mean batch size of Poisson batching")
+    parser.add_argument("--batch-size", type=int, default=scenarios.BATCH_SIZE,
+                        help="fixed_batch's batch size")
+    parser.add_argument("--poisson-mean", type=float, default=float(scenarios.BATCH_SIZE),
+                        help="random_batch's mean batch size (Poisson lambda)")
+    parser.add_argument("--poisson-draws", type=int, default=scenarios.POISSON_DRAWS,
+                        help="random_batch's number of Poisson draws (at most that many batches)")
     parser.add_argument("--count", action="append", default=[], metavar="SCENARIO=N",
-                        help="instances of a scenario (defaults: fixed the whole test split, "
-                        "poisson 4000, single_stream 1000, offline 8000, server 1000 per trial)")
-    parser.add_argument("--limit", type=int, help="cap every scenario's instance count")
-    parser.add_argument("--offline-batch-size", type=int, default=32,
-                        help="the batch size the worker picks in the offline scenario")
+                        help="instances of a scenario (defaults: fixed_batch the whole test "
+                        "split, random_batch 4000, single_stream 1000, offline 8000, server 1000 "
+                        "per trial)")
+    parser.add_argument("--limit", type=int, help="Pentathlon's --limit: keep N instances of each "
+                        "online scenario (a seeded choice), the first N offline")
     parser.add_argument("--server-max-batch", type=int, default=8)
     parser.add_argument("--server-max-wait-ms", type=float, default=5.0)
     parser.add_argument("--server-p99-ms", type=float, default=100.0,
@@ -147,13 +164,12 @@ def parse_args(argv):
                         help="also run SingleStream, Server and Offline through MLPerf LoadGen")
     parser.add_argument("--loadgen-min-ms", type=float, default=10_000.0,
                         help="LoadGen's minimum duration per scenario")
-    parser.add_argument("--seed", type=int, default=scenarios.DEFAULT_SEED)
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds to wait for any answer before killing the model")
     parser.add_argument("--startup-timeout", type=float, default=600.0,
                         help="seconds to wait for the first answer (model loading)")
     parser.add_argument("--bare-loop", action="store_true",
-                        help="after each single-stream row, time the same instances in a bare "
+                        help="after each single-stream row, time the same rows in a bare "
                         "predict loop (serving/bare_loop.py) and report the row's latency over it")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bars (they show on a terminal only, on stdout)")
@@ -162,11 +178,10 @@ def parse_args(argv):
 
 def scenario_options(args):
     positive = {"--batch-size": args.batch_size, "--poisson-mean": args.poisson_mean,
-                "--server-max-batch": args.server_max_batch, "--server-trials": args.server_trials,
-                "--offline-batch-size": args.offline_batch_size, "--timeout": args.timeout,
+                "--poisson-draws": args.poisson_draws, "--server-max-batch": args.server_max_batch,
+                "--server-trials": args.server_trials, "--timeout": args.timeout,
                 "--startup-timeout": args.startup_timeout, "--server-p99-ms": args.server_p99_ms,
-                "--limit": args.limit, "--generated": args.generated, "--max-len": args.max_len,
-                "--server-rate": args.server_rate}
+                "--limit": args.limit, "--server-rate": args.server_rate}
     non_negative = {"--server-max-wait-ms": args.server_max_wait_ms,
                     "--loadgen-min-ms": args.loadgen_min_ms}
     bad = [f"{k}={v:g}" for k, v in positive.items() if v is not None and v <= 0]
@@ -177,11 +192,11 @@ def scenario_options(args):
     if bad:
         raise BenchError(f"{', '.join(bad)} is negative", "zero or more", "fix the value")
     return scenarios.ScenarioOptions(
-        seed=args.seed, batch_size=args.batch_size, poisson_mean=args.poisson_mean,
-        counts=counts(args.count), limit=args.limit, server_max_batch=args.server_max_batch,
-        server_max_wait_ms=args.server_max_wait_ms, server_p99_ms=args.server_p99_ms,
-        server_trials=args.server_trials, server_start_rate=args.server_rate,
-        loadgen_min_duration_ms=args.loadgen_min_ms,
+        batch_size=args.batch_size, poisson_mean=args.poisson_mean,
+        poisson_draws=args.poisson_draws, counts=counts(args.count), limit=args.limit,
+        server_max_batch=args.server_max_batch, server_max_wait_ms=args.server_max_wait_ms,
+        server_p99_ms=args.server_p99_ms, server_trials=args.server_trials,
+        server_start_rate=args.server_rate, loadgen_min_duration_ms=args.loadgen_min_ms,
     )
 
 
@@ -253,57 +268,74 @@ def read_runs(run_dirs, need_artifacts):
     return runs
 
 
+def submission_command(run_dir, runtime, precision, device):
+    """serving.submission over one artifact of `run_dir`, online (add --offline for offline)."""
+    return [sys.executable, "-m", "serving.submission", str(run_dir), "--runtime", runtime,
+            "--precision", precision, "--device", device]
+
+
+def task_of(run):
+    return run.task_config.get("name") or run.metadata.get("task")
+
+
 def artifact_targets(run, runtime_names, precisions, args):
-    """Every runtime x precision of one run: a worker command, or why it cannot run."""
+    """Every runtime x precision of one run: serving.submission's command, or why it cannot run."""
     targets = []
     for runtime in runtime_names:
         for precision in precisions:
-            target = Target(run.name, runtime, precision, run.metadata, run.task_config)
+            target = Target(run.name, runtime, precision, task_of(run), run.task_config,
+                            run.metadata, run_dir=str(run.path))
             try:
-                path = runtimes.artifact_path(run.path, runtime, precision, args.device)
+                target.artifact = str(runtimes.artifact_path(run.path, runtime, precision,
+                                                             args.device))
             except runtimes.Unsupported as error:
                 target.unsupported = str(error)
             else:
-                target.artifact = str(path)
-                target.command = [sys.executable, "-m", "serving.worker", str(path),
-                                  "--runtime", runtime, "--precision", precision,
-                                  "--device", args.device,
-                                  "--offline-batch-size", str(args.offline_batch_size)]
+                target.command = submission_command(run.path, runtime, precision, args.device)
+                target.offline_command = target.command + ["--offline"]
             targets.append(target)
     return targets
 
 
-def task_metadata(name, max_len=None):
-    """What the bench needs of a model that only names its task: shapes from the task class."""
+def check_task(name):
+    """BenchError unless `name` is a known task."""
     from arena_tf import tasks
 
     try:
-        cls = tasks.lookup(name)
+        tasks.lookup(name)
     except ValueError:
         raise BenchError(f"--task {name!r} is unknown", f"one of {', '.join(tasks.available())}",
                          "fix --task") from None
-    return {"task": name, "max_len": max_len or cls.max_len, "vocab_size": cls.vocab_size,
-            "num_inputs": cls.num_inputs, "padding_id": cls.padding_id,
-            "num_classes": cls.num_classes}
+
+
+def split_command(text, option):
+    """A command line as a list; BenchError when it cannot be parsed or is empty."""
+    try:
+        command = shlex.split(text)
+    except ValueError as error:
+        raise BenchError(f"{option} {text!r} cannot be parsed: {error}",
+                         "a shell-style command line", "fix the quoting") from None
+    if not command:
+        raise BenchError(f"{option} is empty", "the command that starts the submission",
+                         f"pass {option} \"python my_submission.py\"")
+    return command
 
 
 def command_targets(runs, args):
-    """The --command model, once per run (its instances) or once for --task."""
-    try:
-        command = shlex.split(args.command)
-    except ValueError as error:
-        raise BenchError(f"--command {args.command!r} cannot be parsed: {error}",
-                         "a shell-style command line", "fix the quoting") from None
-    if not command:
-        raise BenchError("--command is empty", "the command that starts the model",
-                         "pass --command \"python my_model.py\"")
+    """The --command submission, once per run (its task's rows) or once for --task."""
+    command = split_command(args.command, "--command")
+    offline = (split_command(args.offline_command, "--offline-command") if args.offline_command
+               else command + ["--offline"])
     if not runs and not args.task:
-        raise BenchError("--command needs a RUN_DIR or --task to know which instances to send",
+        raise BenchError("--command needs a RUN_DIR or --task to know which rows to send",
                          "a run directory or --task NAME", "add one of them")
-    sources = [(run.name, run.metadata, run.task_config) for run in runs] or [
-        (args.task, task_metadata(args.task, args.max_len), {"name": args.task})]
-    return [Target(args.name or name, "command", "-", metadata, task_config, command=command,
-                   artifact=args.command) for name, metadata, task_config in sources]
+    if args.task:
+        check_task(args.task)
+    sources = [(run.name, task_of(run), run.task_config, run.metadata) for run in runs] or [
+        (args.task, args.task, {"name": args.task}, {"task": args.task})]
+    return [Target(args.name or name, "command", "-", task, task_config, metadata,
+                   command=command, offline_command=offline, artifact=args.command)
+            for name, task, task_config, metadata in sources]
 
 
 def all_targets(args):
@@ -311,8 +343,8 @@ def all_targets(args):
     if args.command:
         return command_targets(runs, args)
     if not runs:
-        raise BenchError("no RUN_DIR given", "one or more run directories, or --command",
-                         "python -m serving.bench runs/<run>")
+        raise BenchError("no RUN_DIR given", "one or more run directories, or --command with "
+                         "--task", "python -m serving.bench runs/<run>")
     runtime_names = names(args.runtime, runtimes.available(), "--runtime")
     precisions = names(args.precision, runtimes.PRECISIONS, "--precision")
     return [t for run in runs for t in artifact_targets(run, runtime_names, precisions, args)]
@@ -321,50 +353,71 @@ def all_targets(args):
 # -- rows ---------------------------------------------------------------------------------------
 
 
-def generated_size(args, options, chosen):
-    if args.generated:
-        return args.generated
-    wanted = [options.counts.get(n, scenarios.get(n).default_count)
-              for n in chosen if n in scenarios.available()]
-    size = max([w for w in wanted if w] or [DEFAULT_GENERATED])
-    return min(size, options.limit) if options.limit else size
-
-
-def load_pool(target, args, size, cache):
-    """The instance pool of a target's task (cached per task and shape): (pool, error)."""
-    meta = target.metadata
-    key = (meta.get("task"), meta.get("max_len"), meta.get("vocab_size"), meta.get("num_inputs"))
+def load_pool(target, args, cache):
+    """The rows of a target's task (cached per task and data): (pool, error)."""
+    config = target.task_config
+    key = (target.task, args.data_dir or config.get("data_dir"),
+           json.dumps(config.get("params") or {}, sort_keys=True, default=str))
     if key not in cache:
         try:
-            cache[key] = (instances.load(meta, target.task_config, args.instances, args.data_dir,
-                                         size, args.seed), "")
+            cache[key] = (instances.load(target.task, config, args.data_dir), "")
         except Exception as error:  # recorded in every row of this model
-            cache[key] = (None, f"cannot build instances: {type(error).__name__}: {error}")
+            cache[key] = (None, f"cannot read the rows: {type(error).__name__}: {one_line(error)}")
     return cache[key]
 
 
-def worker_env(device, report_path=None):
-    """A child process's environment: the project importable, quiet TensorFlow, the worker's report
-    path when given, and no visible GPU when the device is the CPU."""
-    from serving.worker import REPORT_ENV
-
+def child_env(device):
+    """A child process's environment: the project importable, quiet TensorFlow, and no visible GPU
+    when the device is the CPU."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if report_path is not None:
-        env[REPORT_ENV] = str(report_path)
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
     return env
 
 
+class Processes:
+    """A target's submission processes: one online process kept across its online rows (a fresh
+    one once it has died, e.g. after a failed row), and one --offline process per offline row.
+    stderr (and so the side channel) goes to OUT/logs/<target>[-offline].log."""
+
+    def __init__(self, target, settings, log_dir):
+        self.target, self.settings = target, settings
+        self.stem = log_dir / plots.safe_name(f"{target.model}-{target.runtime}-"
+                                              f"{target.precision}")
+        self.online = None
+
+    def get(self, online):
+        """A started process for an online row (the kept one while it lives) or an offline one."""
+        if online and self.online is not None and self.online.alive:
+            return self.online
+        command = self.target.command if online else self.offline_command()
+        log = f"{self.stem}.log" if online else f"{self.stem}-offline.log"
+        process = ModelProcess(command, child_env(self.settings.device), log).start()
+        if online:
+            self.online = process
+        return process
+
+    def offline_command(self):
+        command = self.target.offline_command
+        if self.target.run_dir and self.settings.work_dir:
+            command = command + ["--offline-dir", str(self.settings.work_dir)]
+        return command
+
+    def close(self):
+        """End the online process (killed if it does not exit within the timeout)."""
+        if self.online is not None:
+            self.online.close(self.settings.timeout)
+            self.online.kill()
+
+
 def base_row(target, scenario, device, pool):
     meta = target.metadata
-    on_disk = target.artifact and target.runtime != "command"
-    size = artifacts.size_on_disk(target.artifact) if on_disk else None
+    size = artifacts.size_on_disk(target.artifact) if target.run_dir and target.artifact else None
     return {"model": target.model, "runtime": target.runtime, "precision": target.precision,
             "device": device, "scenario": scenario, "status": None, "note": "",
-            "task": meta.get("task"), "mechanism": meta.get("mechanism"),
+            "task": target.task, "mechanism": meta.get("mechanism"),
             "instances": pool.source if pool else None, "parameters": meta.get("parameters"),
             "size_bytes": size, "artifact": target.artifact}
 
@@ -376,19 +429,120 @@ def measure(target, name, pool, options, settings, process, log_dir):
     scenario = scenarios.get(name)(options)
     schedule = scenario.schedule(len(pool))
     fields = run_scenario(process, pool, scenario, schedule, settings, f"{target.label} {name}")
-    cycled = (f"cycled through the {len(pool)}-instance pool ({schedule.count} instances)"
+    cycled = (f"cycled through the {len(pool)}-row split ({schedule.count} instances)"
               if schedule.cycled else "")
-    return {"count": schedule.count, "batches": len(schedule.batches), "cycled": cycled, **fields}
+    return {"count": schedule.count, "batches": len(schedule.batches) if scenario.online else 1,
+            "cycled": cycled, **fields}
 
 
-def model_latency(worker_report, timed):
-    """In-process latency per batch from the worker's report, the timed batches only."""
-    seconds = worker_report.get("predict_seconds")
-    if seconds is None or timed is None:
-        return latency_summary([], "model_latency")
-    first, count = timed
-    return latency_summary(seconds[first:first + count if count is not None else None],
-                           "model_latency")
+def is_online(name):
+    """Whether scenario `name` runs on the online process (LoadGen's all do)."""
+    return name not in scenarios.available() or scenarios.get(name).online
+
+
+def side_fields(events, first_of_row, timed):
+    """Row fields from the submission's side-channel events (serving/submission.py), those from
+    index `first_of_row` on being this row's: in-model latency of the timed batches, the runtime
+    it used, its offline prediction time."""
+    loaded = next((e for e in events if e.get("event") == "loaded"), {})
+    events = events[first_of_row:]
+    seconds = [e.get("predict_seconds") for e in events if e.get("event") == "batch"]
+    first, count = timed or (0, 0)
+    timed_seconds = seconds[first:first + count if count is not None else None] if timed else []
+    offline = next((e for e in events if e.get("event") == "offline"), {})
+    return {**latency_summary(timed_seconds, "model_latency"),
+            "runtime_used": loaded.get("runtime"), "precision_used": loaded.get("precision"),
+            "providers": loaded.get("providers"), "load_seconds": loaded.get("load_seconds"),
+            "model_offline_seconds": offline.get("seconds")}
+
+
+def peak_rss(process, events):
+    """The model process's peak resident memory so far: /proc while it runs, else what it said as
+    it exited (its side channel), else what was read at its end."""
+    if process.alive:
+        return peak_rss_bytes(process.pid)
+    said = next((e.get("peak_rss_bytes") for e in events if e.get("event") == "exit"), None)
+    return said or (process.exit or {}).get("peak_rss_bytes")
+
+
+NOTE_FIELDS = ("cycled", "server_note", "loadgen_invalid_reason")  # joined into the row's note
+
+
+def execute(target, name, pool, options, settings, process, log_dir):
+    """Measure scenario `name` on `process`: (fields, status, reasons). A process that failed is
+    killed (the next online row starts a new one); an offline process is ended here."""
+    try:
+        fields = measure(target, name, pool, options, settings, process, log_dir)
+        if not is_online(name):
+            ended = process.close(settings.timeout)
+            if ended["killed"] or ended["returncode"]:
+                return fields, "ok", [f"after the run the model {exit_words(ended)}"]
+        return fields, "ok", []
+    except ModelError as error:
+        status = "unsupported" if error.kind == "unsupported" else "failed"
+        process.kill()
+        return {}, status, [str(error) + ("; killed" if error.kind == "timeout" else "")]
+    except InvalidOutputs as error:  # answered, but not with labels of the task: no timings
+        return {}, "invalid", [str(error)]
+    except Exception as error:  # a bad answer or a bench-side failure: this row only
+        process.kill()
+        return {}, "failed", [f"{type(error).__name__}: {error}"]
+
+
+def run_row(target, name, pool, pool_error, options, settings, processes):
+    """One row: run the scenario on the target's process, collect every metric."""
+    row = base_row(target, name, settings.device, pool)
+    if target.unsupported or pool_error:
+        return {**row, "status": "unsupported" if target.unsupported else "failed",
+                "note": target.unsupported or pool_error}
+    try:
+        process = processes.get(is_online(name))
+    except ModelError as error:
+        return {**row, "status": "failed", "note": str(error)}
+    before = len(process.events())
+    fields, status, reasons = execute(target, name, pool, options, settings, process,
+                                      processes.stem.parent / plots.safe_name(
+                                          f"{target.model}-{target.runtime}-"
+                                          f"{target.precision}-{name}"))
+    events = process.events()
+    row.update({k: v for k, v in fields.items() if k not in NOTE_FIELDS and k[0] != "_"})
+    row.update(side_fields(events, before, fields.get("_timed_batches")))
+    notes = [*reasons, *(fields.get(k) for k in NOTE_FIELDS)]
+    row.update(status=status, note="; ".join(n for n in notes if n),
+               peak_rss_bytes=peak_rss(process, events), log=str(process.log_path))
+    memory = row.get("peak_gpu_bytes") or row["peak_rss_bytes"]
+    row["fitness"] = fitness(row.get("accuracy"), row.get("throughput"), memory)
+    if settings.bare_loop and name == "single_stream" and status == "ok" and target.run_dir:
+        compared = compare_with_bare_loop(row, target, pool, options, settings, processes.stem)
+        failure = compared.pop("note", "")
+        row.update(compared, note="; ".join(n for n in (row["note"], failure) if n))
+    return row
+
+
+def compare_with_bare_loop(row, target, pool, options, settings, stem):
+    """The single-stream row's rows timed by serving.bare_loop in a fresh process, and the ratios
+    of the row's mean latencies (end to end, and inside the model process) to that loop's."""
+    schedule = scenarios.get("single_stream")(options).schedule(len(pool))
+    rows, summary = stem.with_suffix(".bare.in.jsonl"), stem.with_suffix(".bare.json")
+    log = stem.with_suffix(".bare.log")
+    rows.write_bytes(b"".join(pool.fragments[i] + b"\n" for i in schedule.indices))
+    command = [sys.executable, "-m", "serving.bare_loop", target.run_dir, "--runtime",
+               target.runtime, "--precision", target.precision, "--device", settings.device,
+               "--rows", str(rows), "--out", str(summary)]
+    with open(log, "wb") as log_file:
+        try:
+            subprocess.run(command, env=child_env(settings.device), stdout=log_file,
+                           stderr=log_file, timeout=settings.startup_timeout, check=True)
+        except (subprocess.SubprocessError, OSError) as error:
+            return {"note": f"the bare loop failed ({error}); see {log}"}
+        finally:
+            rows.unlink(missing_ok=True)
+    fields = read_json(summary)
+    bare = fields.get("bare_loop_latency_mean_ms")
+    ratios = {f"{kind}_over_bare_loop": row[key] / bare if bare and row.get(key) else None
+              for kind, key in (("end_to_end", "request_latency_mean_ms"),
+                                ("in_model", "model_latency_mean_ms"))}
+    return {**fields, **ratios}
 
 
 def read_json(path):
@@ -396,89 +550,6 @@ def read_json(path):
         return json.loads(pathlib.Path(path).read_text())
     except (OSError, ValueError):
         return {}
-
-
-NOTE_FIELDS = ("cycled", "server_note", "loadgen_invalid_reason")  # joined into the row's note
-
-
-def execute(target, name, pool, options, settings, process, log_dir):
-    """Start the model, measure, stop it: (fields, status, reasons); the process never outlives
-    this call."""
-    try:
-        process.start()
-        fields = measure(target, name, pool, options, settings, process, log_dir)
-        ended = process.close(settings.timeout)
-        after = ended["killed"] or ended["returncode"]
-        return fields, "ok", [f"after the run the model {exit_words(ended)}"] if after else []
-    except ModelError as error:
-        status = "unsupported" if error.kind == "unsupported" else "failed"
-        return {}, status, [str(error) + ("; killed" if error.kind == "timeout" else "")]
-    except InvalidOutputs as error:  # answered, but not with predictions of the task: no timings
-        return {}, "invalid", [str(error)]
-    except Exception as error:  # a bad answer or a bench-side failure: this row only
-        return {}, "failed", [f"{type(error).__name__}: {error}"]
-    finally:
-        if process.process is not None:
-            process.kill()
-
-
-def run_row(target, name, pool, pool_error, options, settings, out):
-    """One row: start the model, run the scenario, stop the model, collect every metric."""
-    row = base_row(target, name, settings.device, pool)
-    if target.unsupported or pool_error:
-        return {**row, "status": "unsupported" if target.unsupported else "failed",
-                "note": target.unsupported or pool_error}
-    row_id = plots.safe_name(f"{target.model}-{target.runtime}-{target.precision}-{name}")
-    log, report_path = out / "logs" / f"{row_id}.log", out / "logs" / f"{row_id}.worker.json"
-    report_path.unlink(missing_ok=True)
-    command = target.command + (["--offline-dir", str(settings.work_dir)]
-                                if target.is_worker and settings.work_dir else [])
-    process = ModelProcess(command, worker_env(settings.device, report_path), log)
-    fields, status, reasons = execute(target, name, pool, options, settings, process,
-                                      out / "logs" / row_id)
-    worker = read_json(report_path)
-    row.update({k: v for k, v in fields.items() if k not in NOTE_FIELDS and k[0] != "_"})
-    row.update(model_latency(worker, fields.get("_timed_batches")))
-    peak_rss = (process.exit or {}).get("peak_rss_bytes") or worker.get("peak_rss_bytes")
-    notes = [*reasons, *(fields.get(k) for k in NOTE_FIELDS)]
-    row.update(status=status, note="; ".join(n for n in notes if n),
-               providers=worker.get("providers"), load_seconds=worker.get("load_seconds"),
-               model_offline_seconds=worker.get("offline_predict_seconds"),
-               peak_rss_bytes=peak_rss, log=str(log))
-    memory = row.get("peak_gpu_bytes") or peak_rss
-    row["fitness"] = fitness(row.get("accuracy"), row.get("throughput"), memory)
-    if settings.bare_loop and name == "single_stream" and status == "ok" and target.artifact:
-        compared = compare_with_bare_loop(row, target, pool, options, settings,
-                                          out / "logs" / row_id)
-        failure = compared.pop("note", "")
-        row.update(compared, note="; ".join(n for n in (row["note"], failure) if n))
-    return row
-
-
-def compare_with_bare_loop(row, target, pool, options, settings, stem):
-    """The single-stream row's instances timed by serving.bare_loop in a fresh process, and the
-    ratios of the row's mean latencies (end to end, and inside the model process) to that loop's."""
-    schedule = scenarios.get("single_stream")(options).schedule(len(pool))
-    instances, summary = stem.with_suffix(".bare.in.jsonl"), stem.with_suffix(".bare.json")
-    log = stem.with_suffix(".bare.log")
-    instances.write_bytes(b"".join(pool.fragments[i] + b"\n" for i in schedule.indices))
-    command = [sys.executable, "-m", "serving.bare_loop", target.artifact, "--runtime",
-               target.runtime, "--precision", target.precision, "--device", settings.device,
-               "--instances", str(instances), "--out", str(summary)]
-    with open(log, "wb") as log_file:
-        try:
-            subprocess.run(command, env=worker_env(settings.device), stdout=log_file,
-                           stderr=log_file, timeout=settings.startup_timeout, check=True)
-        except (subprocess.SubprocessError, OSError) as error:
-            return {"note": f"the bare loop failed ({error}); see {log}"}
-        finally:
-            instances.unlink(missing_ok=True)
-    fields = read_json(summary)
-    bare = fields.get("bare_loop_latency_mean_ms")
-    ratios = {f"{kind}_over_bare_loop": row[key] / bare if bare and row.get(key) else None
-              for kind, key in (("end_to_end", "request_latency_mean_ms"),
-                                ("in_model", "model_latency_mean_ms"))}
-    return {**fields, **ratios}
 
 
 def exit_words(ended):
@@ -504,8 +575,12 @@ def report_notes(rows, settings):
     energy = dict.fromkeys(f"energy: {r['energy_source'] or 'none'}"
                            f"{' (' + r['energy_note'] + ')' if r.get('energy_note') else ''}"
                            for r in rows if "energy_source" in r)
-    return [*sources, *energy, f"device: {settings.device}; latency is end to end across the "
-            "stdio protocol; in-model latency is measured inside the model process"]
+    device = (f"device: {settings.device}; latency is end to end across Pentathlon's stdio "
+              "protocol; in-model latency is what the submission reports on its side channel "
+              "(serving.submission: each model call, tokenizing excluded); time, latency (s per "
+              "batch), throughput (instances/s) and throughput_words (output words/s) are "
+              "Pentathlon's metrics")
+    return [*sources, *energy, device]
 
 
 def one_line(text, limit=200):
@@ -545,6 +620,19 @@ def outcome(rows, out):
     return None
 
 
+def run_target(target, chosen, pools, args, options, settings, out, rows, total):
+    """Every chosen scenario of one target, appended to `rows` (reports rewritten after each)."""
+    pool, pool_error = load_pool(target, args, pools)
+    processes = Processes(target, settings, out / "logs")
+    try:
+        for name in chosen:
+            rows.append(run_row(target, name, pool, pool_error, options, settings, processes))
+            print(summary_line(len(rows), total, rows[-1]), flush=True)
+            report.write_all(rows, out, report_notes(rows, settings))
+    finally:
+        processes.close()
+
+
 def run(args):
     chosen = scenario_names(args)
     options = scenario_options(args)
@@ -554,20 +642,16 @@ def run(args):
     if all(t.unsupported for t in targets):
         raise nothing_to_run(targets)
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    work_dir = (out / "work").resolve()  # the worker's --offline-dir: offline files only here
+    work_dir = (out / "work").resolve()  # serving.submission's --offline-dir: offline files only
     work_dir.mkdir(exist_ok=True)
     settings = Settings(device=args.device, timeout=args.timeout,
                         startup_timeout=args.startup_timeout, work_dir=work_dir,
                         progress=not args.quiet, bare_loop=args.bare_loop)
-    size, pools, rows = generated_size(args, options, chosen), {}, []
-    total = len(targets) * len(chosen)
+    pools, rows = {}, []
     try:
         for target in targets:
-            pool, pool_error = load_pool(target, args, size, pools)
-            for name in chosen:
-                rows.append(run_row(target, name, pool, pool_error, options, settings, out))
-                print(summary_line(len(rows), total, rows[-1]), flush=True)
-                report.write_all(rows, out, report_notes(rows, settings))
+            run_target(target, chosen, pools, args, options, settings, out, rows,
+                       len(targets) * len(chosen))
     finally:
         try:
             work_dir.rmdir()  # empty after every row; kept (for a look) if a file was left
@@ -590,5 +674,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    cli.quiet_tensorflow()  # before the instance pool imports TensorFlow
+    cli.quiet_tensorflow()  # before the rows' task imports TensorFlow
     sys.exit(main())

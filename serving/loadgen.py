@@ -44,7 +44,7 @@ def require():
 class Batcher(threading.Thread):
     """Takes LoadGen samples from a queue, sends them in batches of at most `max_batch` (waiting at
     most `max_wait` s on `clock` for a batch to fill) and completes them. Answers are checked
-    against the task's label set (serving/outputs.py). A model failure or invalid answer is kept in
+    against the task's label strings (serving/outputs.py). A model failure or invalid answer is kept in
     `error` and later samples are completed unanswered, so LoadGen never waits forever. (LoadGen
     issues queries on the real clock; the wait for more samples blocks on the queue for what the
     clock says is left.)"""
@@ -67,7 +67,7 @@ class Batcher(threading.Thread):
                 try:
                     answer, _ = send(self.process, self.pool, [s.index for s in batch],
                                      self.timeout, self.clock)
-                    outputs.predictions(answer, self.pool.num_classes)
+                    outputs.check(answer, self.pool.labels)
                 except Exception as error:  # kept and reported as the row's failure
                     self.error = error
             self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(s.id, 0, 0) for s in batch])

@@ -1,4 +1,5 @@
-"""Metrics of a bench row: latency summaries, throughput, accuracy, MOROCCO fitness.
+"""Metrics of a bench row: Pentathlon's (time, latency per batch, instances/s, output words/s),
+latency summaries, accuracy, MOROCCO fitness.
 
 Percentiles are nearest-rank (the smallest observed latency with at least p% of requests at or
 below it), as latency bounds are read: "p99 <= 100 ms" means 99% of requests took 100 ms or less.
@@ -40,18 +41,22 @@ def throughput(instances, seconds):
     return instances / seconds if seconds else None
 
 
-def predicted_class(output):
-    """The class of one model output: a class id as is, the argmax of a list of logits."""
-    if isinstance(output, bool) or not isinstance(output, (int, list)):
-        raise ValueError(f"an output must be a class id or a list of logits; got {output!r:.60}")
-    return output if isinstance(output, int) else int(np.argmax(output))
+def pentathlon(count, seconds, outputs, batches=None):
+    """Pentathlon's metrics of a timed run: time (s), latency (s per batch; online only),
+    throughput (instances/s) and throughput_words (output words/s, words split on whitespace)."""
+    words = sum(len(output.split()) for output in outputs)
+    fields = {"time": seconds, "throughput": throughput(count, seconds),
+              "throughput_words": throughput(words, seconds)}
+    if batches is not None:
+        fields["latency"] = seconds / batches if batches else None
+    return fields
 
 
-def accuracy(predictions, labels):
-    """Share of predictions equal to the labels; None when labels are unknown."""
-    if labels is None or not len(predictions):
+def accuracy(outputs, targets):
+    """Share of outputs equal (as strings) to the targets; None when any target is unknown."""
+    if not len(outputs) or any(target is None for target in targets):
         return None
-    return float(np.mean(np.asarray(predictions) == np.asarray(labels)))
+    return sum(o == t for o, t in zip(outputs, targets, strict=True)) / len(outputs)
 
 
 def fitness(quality, throughput_per_s, memory_bytes):

@@ -17,12 +17,12 @@ from arena_tf.files import atomic_path
 
 # (axis label, row key, scenarios to take it from in order of preference, higher is better, log)
 RADAR_AXES = (
-    ("throughput\n(inst/s)", "throughput", ("offline", "fixed"), True, False),
-    ("latency\n(ms)", "request_latency_mean_ms", ("single_stream", "fixed"), False, False),
-    ("memory\n(MiB)", "memory_bytes", ("single_stream", "fixed"), False, False),
-    ("energy\n(W.h)", "energy_wh", ("fixed", "offline"), False, False),
-    ("parameters", "parameters", ("fixed", "single_stream", "offline"), False, True),
-    ("accuracy", "accuracy", ("fixed",), True, False),
+    ("throughput\n(inst/s)", "throughput", ("offline", "fixed_batch"), True, False),
+    ("latency\n(ms)", "request_latency_mean_ms", ("single_stream", "fixed_batch"), False, False),
+    ("memory\n(MiB)", "memory_bytes", ("single_stream", "fixed_batch"), False, False),
+    ("energy\n(W.h)", "energy_wh", ("fixed_batch", "offline"), False, False),
+    ("parameters", "parameters", ("fixed_batch", "single_stream", "offline"), False, True),
+    ("accuracy", "accuracy", ("fixed_batch",), True, False),
 )
 
 
@@ -122,14 +122,14 @@ def write_bubbles(rows, out_dir):
     Returns (path or None, note)."""
     points = []
     for (model, runtime, precision), by_scenario in configs(rows).items():
-        accuracy = pick(by_scenario, "accuracy", ("fixed",))
-        speed = pick(by_scenario, "throughput", ("offline", "fixed"))
-        mem = pick(by_scenario, "memory_bytes", ("fixed", "offline", "single_stream"))
+        accuracy = pick(by_scenario, "accuracy", ("fixed_batch",))
+        speed = pick(by_scenario, "throughput", ("offline", "fixed_batch"))
+        mem = pick(by_scenario, "memory_bytes", ("fixed_batch", "offline", "single_stream"))
         if None not in (accuracy, speed, mem):
             points.append((f"{model} {runtime} {precision}", accuracy, speed, mem))
     if not points:
         return None, ("no bubble chart: no configuration has accuracy, throughput and memory "
-                      "(accuracy needs the task's test split, not generated tokens)")
+                      "(accuracy is that of a fixed_batch row)")
     plt = pyplot()
     figure, axes = plt.subplots(figsize=(7, 5))
     largest = max(p[3] for p in points)

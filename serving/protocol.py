@@ -1,33 +1,29 @@
-"""The Efficiency Pentathlon stdio protocol, both sides.
+"""The Efficiency Pentathlon stdio protocol (../shared/PENTATHLON.md), as one module: its fixed lines,
+and the driver's side (`ModelProcess`), which starts a submission, sends it rows and reads its
+answers with a deadline, and kills the process group of one that crashes or hangs. The submission's
+side is serving/submission.py.
 
-The model under test is a separate process that talks JSON lines (UTF-8, one object per line):
+Online: the driver writes one line per batch, `json.dumps(rows)`: a JSON list of row objects
+(`{"input": ..., "target": ...}`, python -m arena_tf.data rows); the submission answers one line, a
+JSON list of strings (the predicted targets), one per row, in order. Stdout lines that are not JSON
+are skipped ("irrelevant output").
 
-Online (fixed batching, Poisson batching, single stream, server): the bench writes one line per
-batch, a JSON list of instances; the model answers one line, a JSON list of outputs of the same
-length and order. An instance is a list of token ids, or a list of two such lists for a two-input
-(retrieval) model. An output is a list of logits, or a class id.
+    -> [{"input": "( [MAX 2 9 ] )", "target": "9"}, {"input": "[SM 1 ]", "target": "1"}]
+    <- ["9", "1"]
 
-    -> [[3, 7, 1, 0, 0], [4, 4, 2, 9, 0]]
-    <- [[0.12, -1.5], [2.0, 0.3]]
+Offline: the driver writes the instances as JSON Lines, then one config line; the submission prints
+three fixed lines (Pentathlon's spelling) and writes `{"output": str}` JSON Lines in input order:
 
-Offline: the bench writes one line naming an input file (JSON lines, one instance each) and an
-output file; the model prints a line when it has read the inputs and is ready (timing starts), one
-when prediction is done (timing stops) and one when the outputs are written (one JSON line each,
-in input order):
+    -> {"offline_data_path": ".../data.json", "offline_output_path": ".../outputs.json", "limit": -1}
+    <- Model and data loaded. Start the timer.
+    <- Offiline prediction done. Stop the timer.
+    <- Offiline outputs written. Exit.
 
-    -> {"input_file": "/tmp/in.jsonl", "output_file": "/tmp/out.jsonl"}
-    <- {"status": "ready"}
-    <- {"status": "predicted"}
-    <- {"status": "written"}
+Errors: the submission prints the SENTINEL line, then its traceback, and exits non-zero; the driver
+raises ModelError with the traceback's last line (its exception).
 
-Errors: a line the model cannot use gets `{"error": "what was wrong"}` back and the model goes on
-with the next line. A model that cannot run at all (e.g. the requested execution provider is
-absent) prints `{"error": "...", "unsupported": true}` and exits. Lines on the model's stdout that
-are not JSON are skipped by the bench (log noise), as Pentathlon's client does.
-
-The model side is `serve(handler, stdin, stdout)`; the bench side is `ModelProcess`, which starts
-a command, sends lines and reads answers with a deadline, and kills the process group of a model
-that crashes or hangs.
+Side channel (ours; a Pentathlon driver never sees it): stderr lines `SIDE_PREFIX{json}`, which the
+bench reads from the model's log (`side_events`): the runtime actually used, in-model latency.
 """
 
 import json
@@ -38,16 +34,17 @@ import signal
 import subprocess
 import time
 
-STATUSES = ("ready", "predicted", "written")
-MAX_NOISE_LINES = 10_000  # non-JSON stdout lines tolerated between two answers
-
-
-class ProtocolError(ValueError):
-    """A request line the model cannot use (answered with an error line)."""
+SENTINEL = "Efficiency benchmark exception: SubprocessError"
+LOADED = "Model and data loaded. Start the timer."
+PREDICTED = "Offiline prediction done. Stop the timer."
+WRITTEN = "Offiline outputs written. Exit."
+OFFLINE_LINES = (LOADED, PREDICTED, WRITTEN)
+SIDE_PREFIX = "arena_tf.submission: "
+MAX_NOISE_LINES = 10_000  # irrelevant stdout lines tolerated between two answers
 
 
 class ModelError(RuntimeError):
-    """The model process answered with an error, exited, broke the protocol or did not answer.
+    """The submission printed the sentinel, exited, broke the protocol or did not answer.
 
     `kind` is one of "error", "unsupported", "exited", "timeout", "protocol".
     """
@@ -57,65 +54,37 @@ class ModelError(RuntimeError):
         self.kind = kind
 
 
-def encode_line(value):
-    """One protocol line (bytes, newline-terminated) holding `value` as compact JSON."""
-    return (json.dumps(value, separators=(",", ":")) + "\n").encode()
-
-
 def batch_line(fragments):
-    """A request line from already-encoded instances (bytes each): `[a,b,...]\\n`."""
-    return b"[" + b",".join(fragments) + b"]\n"
+    """A request line from already-encoded rows (bytes each), byte for byte what Pentathlon's
+    `json.dumps(batch) + "\n"` writes: `[a, b, ...]\n`."""
+    return b"[" + b", ".join(fragments) + b"]\n"
 
 
-# -- model side ---------------------------------------------------------------------------------
+def encode_line(value):
+    """One line (bytes) holding `value` as `json.dumps` writes it."""
+    return (json.dumps(value) + "\n").encode()
 
 
-def parse_request(line):
-    """("batch", instances) or ("offline", (input_file, output_file)); ProtocolError otherwise."""
-    try:
-        request = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ProtocolError(f"not a JSON line ({error}); expected a JSON list of instances or "
-                            '{"input_file": ..., "output_file": ...}') from None
-    if isinstance(request, list):
-        if not request:
-            raise ProtocolError("empty batch; expected a list of at least one instance")
-        return "batch", request
-    if isinstance(request, dict) and {"input_file", "output_file"} <= set(request):
-        return "offline", (request["input_file"], request["output_file"])
-    raise ProtocolError(f"unexpected {type(request).__name__}; expected a JSON list of instances "
-                        'or {"input_file": ..., "output_file": ...}')
+def side_events(text):
+    """The side-channel events (dicts) in a submission's stderr `text`, in order."""
+    events = []
+    for line in text.splitlines():
+        if line.startswith(SIDE_PREFIX):
+            try:
+                events.append(json.loads(line[len(SIDE_PREFIX):]))
+            except ValueError:
+                pass
+    return events
 
 
-def serve(handler, stdin, stdout):
-    """Answer request lines from binary `stdin` on binary `stdout` until end of input.
-
-    `handler.predict(instances)` returns one output per instance; `handler.offline(input_file,
-    output_file, say)` runs the offline handshake, calling `say(status)` for each status. Any error
-    becomes an error line; the loop goes on.
-    """
-
-    def say(value):
-        stdout.write(encode_line(value))
-        stdout.flush()
-
-    for line in stdin:
-        if not line.strip():
-            continue
-        try:
-            kind, payload = parse_request(line)
-            if kind == "batch":
-                outputs = handler.predict(payload)
-                if len(outputs) != len(payload):
-                    raise ProtocolError(f"{len(outputs)} outputs for {len(payload)} instances")
-                say(outputs)
-            else:
-                handler.offline(*payload, say=lambda status: say({"status": status}))
-        except Exception as error:  # every failure is reported on the protocol, never fatal
-            say({"error": f"{type(error).__name__}: {error}"})
-
-
-# -- bench side ---------------------------------------------------------------------------------
+def failure(traceback_text):
+    """The ModelError for a sentinel and the traceback after it: its last line (the exception);
+    kind "unsupported" when that exception is a runtimes.Unsupported (it cannot run here)."""
+    lines = [line.strip() for line in traceback_text.splitlines() if line.strip()]
+    last = lines[-1] if lines else "no traceback"
+    name = last.split(":", 1)[0].rsplit(".", 1)[-1]
+    return ModelError("unsupported" if name == "Unsupported" else "error",
+                      f"the submission failed: {last[:300]}")
 
 
 class LineReader:
@@ -157,9 +126,11 @@ class ModelProcess:
         self.process = None
         self.reader = None
         self.exit = None
+        self.log_start = 0
 
     def start(self):
         with open(self.log_path, "ab") as log:
+            self.log_start = log.tell()  # this process's side-channel lines start here
             try:
                 self.process = subprocess.Popen(
                     self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
@@ -182,48 +153,79 @@ class ModelProcess:
         except (BrokenPipeError, OSError):
             raise self._ended("before reading its input") from None
 
+    def line(self, deadline, timeout):
+        """The next stdout line (str, stripped); ModelError at the sentinel (with the traceback's
+        exception), at end of output or past `deadline`."""
+        try:
+            text = self.reader.readline(deadline).decode("utf-8", "replace").strip()
+        except TimeoutError:
+            raise ModelError("timeout", f"no answer within {timeout:g} s") from None
+        except EOFError:
+            raise self._ended("before answering") from None
+        if text == SENTINEL:
+            raise failure(self.rest(time.perf_counter() + 5))
+        return text
+
+    def rest(self, deadline):
+        """What is left on stdout (the sentinel's traceback), read until end of output or
+        `deadline`."""
+        lines = []
+        try:
+            while True:
+                lines.append(self.reader.readline(deadline).decode("utf-8", "replace"))
+        except (TimeoutError, EOFError):
+            lines.append(self.reader.buffer.decode("utf-8", "replace"))
+        return "".join(lines)
+
     def answer(self, timeout):
-        """The next JSON answer (list or dict); error lines raise ModelError."""
+        """The next JSON value on stdout; lines that are not JSON are skipped."""
         deadline = time.perf_counter() + timeout
         for _ in range(MAX_NOISE_LINES):
+            text = self.line(deadline, timeout)
             try:
-                line = self.reader.readline(deadline)
-            except TimeoutError:
-                raise ModelError("timeout", f"no answer within {timeout:g} s") from None
-            except EOFError:
-                raise self._ended("before answering") from None
-            try:
-                value = json.loads(line)
+                return json.loads(text)
             except ValueError:
-                continue  # log noise on stdout, as Pentathlon's client tolerates
-            if isinstance(value, dict) and "error" in value:
-                kind = "unsupported" if value.get("unsupported") else "error"
-                raise ModelError(kind, str(value["error"]))
-            return value
+                continue  # irrelevant output, as Pentathlon's driver skips it
         raise ModelError("protocol", f"more than {MAX_NOISE_LINES} non-JSON lines on stdout")
 
     def request(self, line, count, timeout):
-        """Send one batch line of `count` instances; their outputs (a list of that length)."""
+        """Send one batch line of `count` rows; their outputs (a list of that length)."""
         self.send(line)
         outputs = self.answer(timeout)
         if not isinstance(outputs, list):
-            raise ModelError("protocol", f"answered {type(outputs).__name__}; expected a list")
+            raise ModelError("protocol", f"answered a JSON {type(outputs).__name__}; expected a "
+                                         "list of strings, one per row")
         if len(outputs) != count:
-            raise ModelError("protocol", f"{len(outputs)} outputs for {count} instances")
+            raise ModelError("protocol", f"{len(outputs)} outputs for {count} rows")
         return outputs
 
-    def offline(self, input_file, output_file, timeout, on_status=None):
-        """The offline handshake; {status: perf_counter time the bench read that line}.
-        `on_status` maps a status to a callable run as soon as that line arrives."""
-        self.send(encode_line({"input_file": str(input_file), "output_file": str(output_file)}))
-        times = {}
-        for status in STATUSES:
-            value = self.answer(timeout)
-            if value != {"status": status}:
-                raise ModelError("protocol", f"answered {value!r}; expected {{'status': {status!r}}}")
-            times[status] = time.perf_counter()
-            (on_status or {}).get(status, lambda: None)()
-        return times
+    def offline(self, config, timeout, on_line=None):
+        """The offline handshake: send the `config` line, then wait for Pentathlon's three lines
+        in order (other lines skipped); `on_line` maps each line to a callable run as soon as it
+        arrives."""
+        self.send(encode_line(config))
+        for expected in OFFLINE_LINES:
+            deadline = time.perf_counter() + timeout
+            for _ in range(MAX_NOISE_LINES):
+                if self.line(deadline, timeout) == expected:
+                    break
+            else:
+                raise ModelError("protocol", f"no line {expected!r} within {MAX_NOISE_LINES} lines")
+            (on_line or {}).get(expected, lambda: None)()
+
+    def events(self):
+        """The side-channel events the submission has written to its log so far."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self.log_start)
+                return side_events(log.read().decode("utf-8", "replace"))
+        except OSError:
+            return []
+
+    @property
+    def alive(self):
+        """Started, and neither exited nor killed."""
+        return self.process is not None and self.exit is None and self.process.poll() is None
 
     def close(self, timeout):
         """End of input, then wait up to `timeout` s for the exit (killed past it).

@@ -1,12 +1,12 @@
-"""Runs one scenario against one model process and measures it.
+"""Runs one scenario against one submission process and measures it.
 
-Every scenario sends one untimed warm-up batch first; its answer means the model is loaded and
-ready, and timing starts after it. A measurement window (wall clock, energy, peak GPU memory of
-the model process) covers only the timed part. Request lines are joined from instances encoded
-before timing, and outputs are checked and turned into predictions after it, so the bench adds as
-little as it can to what it measures. Outputs that are not predictions of the task (a class id out
-of range, logits of the wrong length, ...) raise `InvalidOutputs` (serving/outputs.py): the row is
-invalid, not a timed success.
+Every online scenario sends its last batch first, once, untimed (Pentathlon's warm-up); timing
+starts after its answer. The offline scenario has no warm-up: it times the submission from its
+"Start the timer." line to its "Stop the timer." line. A measurement window (wall clock, energy,
+peak GPU memory of the model process) covers only the timed part. Request lines are joined from
+rows encoded before timing, and outputs are checked after it, so the bench adds as little as it can
+to what it measures. Outputs that are not strings of the task's label set raise `InvalidOutputs`
+(serving/outputs.py): the row is invalid, not a timed success.
 
 Every wait and every duration reads `settings.clock` (serving/clock.py; the real clock unless a
 test gives another), so the scheduling of the server scenario can be checked on simulated time.
@@ -15,27 +15,28 @@ test gives another), so the scheduling of the server scenario can be checked on 
 """
 
 import collections
+import contextlib
 import dataclasses
 import json
 import pathlib
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 from serving import clock as clocks
 from serving import energy, gpu, metrics
 from serving import outputs as checks
-from serving.protocol import ModelError, batch_line
+from serving.protocol import OFFLINE_LINES, ModelError, batch_line
 
 
 @dataclasses.dataclass
 class Settings:
     """How rows run: the device, per-answer timeout, the first answer's timeout (model loading),
     where the offline files go (None: a temporary directory; the bench gives the work directory it
-    created, which is also the worker's --offline-dir), whether to show progress bars, whether to
-    compare single-stream rows with a bare predict loop, and the clock to schedule and time by."""
+    created, which is also serving.submission's --offline-dir), whether to show progress bars,
+    whether to compare single-stream rows with a bare predict loop, and the clock to schedule and
+    time by."""
 
     device: str = "cpu"
     timeout: float = 120.0
@@ -83,7 +84,7 @@ class Window:
         self.energy = self.meter.stop()
         peak, note = self.sampler.stop() if self.sampler else (None, "device cpu: no GPU memory")
         self.fields = {
-            "seconds": self.seconds,
+            "time": self.seconds,
             "energy_wh": self.energy.wh,
             "energy_source": self.energy.source,
             "energy_note": self.energy.note,
@@ -130,24 +131,24 @@ def send(process, pool, indices, timeout, clock=clocks.SYSTEM):
 
 
 def warm_up(process, pool, indices, settings):
-    """The untimed first batch; its answer means the model is ready (and its outputs must be
-    valid). Returns its seconds."""
+    """The untimed batch; its answer means the model is ready (and its outputs must be valid).
+    Returns its seconds."""
     answer, seconds = send(process, pool, indices, settings.startup_timeout, settings.clock)
-    checks.predictions(answer, pool.num_classes)
+    checks.check(answer, pool.labels)
     return seconds
 
 
 def accuracy_fields(pool, indices, outputs):
-    """{"accuracy"} of `outputs` against the pool's labels; InvalidOutputs when any output is not a
-    prediction of the task's label set."""
-    predictions = checks.predictions(outputs, pool.num_classes)
-    labels = None if pool.labels is None else pool.labels[np.asarray(indices, dtype=int)]
-    return {"accuracy": metrics.accuracy(predictions, labels)}
+    """{"accuracy"} of `outputs` against the rows' targets; InvalidOutputs when any output is not a
+    string of the task's label set."""
+    checks.check(outputs, pool.labels)
+    return {"accuracy": metrics.accuracy(outputs, [pool.targets[i] for i in indices])}
 
 
 def run_online(process, pool, scenario, schedule, settings, label=""):
-    """Fixed batching, Poisson batching, single stream: batches in order, one at a time."""
-    warm_up(process, pool, schedule.batches[0], settings)
+    """fixed_batch, random_batch, single_stream: the last batch untimed, then every batch in
+    order, one at a time."""
+    warm_up(process, pool, schedule.batches[-1], settings)
     outputs, batch_seconds = [], []
     with progress_bar(settings, len(schedule.batches), label) as bar, \
             Window(settings.device, process.pid, settings.clock) as window:
@@ -159,70 +160,75 @@ def run_online(process, pool, scenario, schedule, settings, label=""):
     sizes = [len(b) for b in schedule.batches]
     return {
         **window.fields,
-        "throughput": metrics.throughput(schedule.count, window.seconds),
+        **accuracy_fields(pool, schedule.indices, outputs),
+        **metrics.pentathlon(schedule.count, window.seconds, outputs, len(schedule.batches)),
         **metrics.latency_summary(metrics.per_request(batch_seconds, sizes), "request_latency"),
         **metrics.latency_summary(batch_seconds, "batch_latency"),
-        **accuracy_fields(pool, schedule.indices, outputs),
         "_timed_batches": (1, len(schedule.batches)),  # (warm-up batches, timed batches)
     }
 
 
 def run_offline(process, pool, scenario, schedule, settings, label=""):
-    """Offline: the file handshake; throughput from "ready" to "predicted". The energy meters start
-    before the request and stop after "written" (starting and stopping them takes time that would
-    otherwise delay reading the next status), so the energy also covers the model reading its
-    input file and writing its outputs."""
+    """Offline: the instances written as JSON Lines, one config line, Pentathlon's three lines;
+    timed from "Start the timer." to "Stop the timer." as the bench reads them. The energy meters
+    start before the config line and stop after the last line (starting and stopping them takes
+    time that would otherwise delay reading the next line), so the energy also covers the model
+    reading its input and writing its outputs."""
     if settings.work_dir is None:
         with tempfile.TemporaryDirectory(prefix="serving-offline-") as work_dir:
             return run_offline(process, pool, scenario, schedule,
                                dataclasses.replace(settings, work_dir=pathlib.Path(work_dir)), label)
-    indices = schedule.indices
-    warm_up(process, pool, indices[:32], settings)
-    stamp = f"{process.pid}-{time.time_ns()}"
-    work_dir = pathlib.Path(settings.work_dir).resolve()
-    inputs = work_dir / f"offline-{stamp}.in.jsonl"
-    outputs_file = work_dir / f"offline-{stamp}.out.jsonl"
-    inputs.write_bytes(b"".join(pool.fragments[i] + b"\n" for i in indices))
+    folder = pathlib.Path(settings.work_dir).resolve() / "offline"  # Pentathlon's <dir>/offline/
+    folder.mkdir(parents=True, exist_ok=True)
+    data, output = folder / "data.json", folder / "outputs.json"
+    data.write_bytes(b"".join(pool.fragments[i] + b"\n" for i in schedule.indices))
     window = Window(settings.device, process.pid, settings.clock)
-    window.arm()  # before the request: "ready" -> "predicted" must not wait for the meters to start
-    times = {}  # the meters stop after "written": stopping takes time too
+    window.arm()  # before the config line: the timed part must not wait for the meters to start
+    times = {}
 
-    def at(status, then=lambda: None):
+    def at(line, then=lambda: None):
         def mark():
-            times[status] = settings.clock.now()  # as read by the bench, not after the meters
+            times[line] = settings.clock.now()  # as read by the bench, not after the meters
             then()
         return mark
 
+    loaded, predicted, written = OFFLINE_LINES
     try:
-        process.offline(inputs, outputs_file, settings.timeout, on_status={
-            "ready": at("ready", window.begin), "predicted": at("predicted", window.end),
-            "written": at("written")})
+        process.offline({"offline_data_path": str(data), "offline_output_path": str(output),
+                         "limit": schedule.limit}, settings.timeout, on_line={
+            loaded: at(loaded, window.begin), predicted: at(predicted, window.end),
+            written: at(written)})
         window.stop()
-        outputs = read_outputs(outputs_file, len(indices))
+        count = schedule.count if schedule.limit < 0 else min(schedule.limit, schedule.count)
+        outputs = read_outputs(output, count)
     finally:
         window.abandon()  # when the handshake failed before "predicted"; a no-op after it
-        for path in (inputs, outputs_file):
+        for path in (data, output):
             path.unlink(missing_ok=True)
-    seconds = times["predicted"] - times["ready"]
+        with contextlib.suppress(OSError):  # kept (for a look) if the submission left a file
+            folder.rmdir()
+    seconds = times[predicted] - times[loaded]
     return {
         **window.fields,
-        "seconds": seconds,
-        "throughput": metrics.throughput(len(indices), seconds),
-        "offline_total_seconds": times["written"] - times["ready"],
-        **accuracy_fields(pool, indices, outputs),
-        "_timed_batches": (1, 0),
+        **accuracy_fields(pool, schedule.indices[:count], outputs),
+        **metrics.pentathlon(count, seconds, outputs),
+        "count": count,
+        "offline_total_seconds": times[written] - times[loaded],
+        "_timed_batches": (0, None),  # the submission's own batches, all timed
     }
 
 
 def read_outputs(path, count):
-    """The offline output file: one JSON output per line, `count` of them."""
+    """The offline output file: `{"output": ...}` JSON Lines, `count` of them; their outputs."""
     try:
-        outputs = [json.loads(line) for line in pathlib.Path(path).read_text().splitlines() if line]
-    except (OSError, ValueError) as error:
-        raise ModelError("protocol", f"offline output file unreadable: {error}") from None
+        lines = pathlib.Path(path).read_text().splitlines()
+        outputs = [json.loads(line)["output"] for line in lines if line.strip()]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ModelError("protocol", f"offline output file unreadable: "
+                                     f"{type(error).__name__}: {error}") from None
     if len(outputs) != count:
         raise ModelError("protocol", f"offline output file has {len(outputs)} outputs for "
-                                     f"{count} instances")
+                                     f"{count} rows")
     return outputs
 
 
@@ -302,12 +308,12 @@ def run_server(process, pool, scenario, schedule, settings, label=""):
             bar.update(len(seconds))
         p99 = metrics.nearest_rank(latency, 99)
         result = {"rate": rate, "passed": p99 <= bound, "p99_ms": p99 * 1e3,
-                  "_timed_batches": (sent[0], len(seconds))}
+                  "batches": len(seconds), "_timed_batches": (sent[0], len(seconds))}
         sent[0] += len(seconds)
-        result.update(window.fields, throughput=metrics.throughput(len(indices), window.seconds),
+        result.update(window.fields, **accuracy_fields(pool, indices, outputs),
+                      **metrics.pentathlon(len(indices), window.seconds, outputs, len(seconds)),
                       **metrics.latency_summary(latency, "request_latency"),
-                      **metrics.latency_summary(seconds, "batch_latency"),
-                      **accuracy_fields(pool, indices, outputs))
+                      **metrics.latency_summary(seconds, "batch_latency"))
         return result
 
     best, trials = search_rate(trial, start_rate, options.server_trials)
@@ -320,7 +326,7 @@ def run_server(process, pool, scenario, schedule, settings, label=""):
             "server_note": note, "_timed_batches": fields.get("_timed_batches", (0, 0))}
 
 
-RUNNERS = {"fixed": run_online, "poisson": run_online, "single_stream": run_online,
+RUNNERS = {"fixed_batch": run_online, "random_batch": run_online, "single_stream": run_online,
            "offline": run_offline, "server": run_server}
 
 

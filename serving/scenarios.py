@@ -1,29 +1,38 @@
-"""The Efficiency Pentathlon scenarios (plus an MLPerf-style server) as schedules of batches.
+"""The Efficiency Pentathlon scenarios, with its names, seeds and defaults (plus an MLPerf-style
+server), as schedules of batches of pool indices (../shared/PENTATHLON.md).
 
-A schedule lists, in sending order, the pool indices of each batch. It depends only on the pool
-size, the counts and the seed, never on the model, so every model gets the same instances in the
-same order (and, for Poisson batching, the same batch sizes). Instances are a seeded shuffle of
-the pool; a scenario that needs more instances than the pool holds cycles through that shuffle
-(`Schedule.cycled` says so).
+    fixed_batch    the whole split shuffled with random.Random(42), batches of 128
+    random_batch   4,000 sampled instances; batch sizes np.random.poisson(lam=128, size=100) after
+                   np.random.seed(42), zeros skipped, until the instances run out
+    single_stream  1,000 sampled instances, one per batch
+    offline        8,000 sampled instances written as JSON Lines, one handshake (the submission
+                   batches); --limit travels in the config line, the submission keeps the first N
+    server         (ours) 1,000 sampled queries arriving as a Poisson process, batched by a dynamic
+                   batcher; the highest rate whose p99 latency stays within a bound
 
-    fixed          shuffle, batches of --batch-size, the whole test split
-    poisson        batch sizes drawn from Poisson(--poisson-mean), 4000 instances
-    single_stream  batch size 1, 1000 instances
-    offline        8000 instances given at once (file handshake); the model picks its batching
-    server         Poisson arrivals at a rate, batched by a dynamic batcher (max batch, max wait);
-                   the highest rate whose p99 latency stays within a bound (1000 queries a trial)
+Sampling N instances: the rows repeated until there are enough, `random.Random(0).sample(rows,
+k=N)`, then `random.Random(42).shuffle`. `--limit N` (online) keeps `np.random.choice(len, size=N,
+replace=False)` of them, drawn from the same seed-42 numpy state as the Poisson sizes (first).
+The warm-up is the scenario's last batch, sent once, untimed (none offline). A schedule depends
+only on the pool size and the options, never on the model.
 
-    options = ScenarioOptions(batch_size=16, counts={"single_stream": 100})
+    options = ScenarioOptions(counts={"single_stream": 100})
     schedule = scenarios.get("single_stream")(options).schedule(pool_size=2000)
 """
 
 import dataclasses
+import math
+import random
 
 import numpy as np
 
 from serving.registry import Registry
 
-DEFAULT_SEED = 42  # Pentathlon's
+SHUFFLE_SEED = 42  # random.Random(42): the order of every scenario's instances
+SAMPLE_SEED = 0  # random.Random(0).sample: which instances
+NUMPY_SEED = 42  # np.random.seed(42): --limit's choice, then the Poisson batch sizes
+BATCH_SIZE = 128  # EXPECTED_BATCH_SIZE
+POISSON_DRAWS = 100
 
 SCENARIOS = Registry("scenario")  # in the order they run
 register, available, get = SCENARIOS.register, SCENARIOS.available, SCENARIOS.get
@@ -31,12 +40,12 @@ register, available, get = SCENARIOS.register, SCENARIOS.available, SCENARIOS.ge
 
 @dataclasses.dataclass(frozen=True)
 class ScenarioOptions:
-    """Every scenario knob. counts: {scenario: instances} overriding the defaults; limit caps every
-    count (to shrink a run)."""
+    """Every scenario knob, Pentathlon's defaults. counts: {scenario: instances} overriding the
+    defaults; limit: Pentathlon's --limit."""
 
-    seed: int = DEFAULT_SEED
-    batch_size: int = 32
-    poisson_mean: float = 32.0
+    batch_size: int = BATCH_SIZE
+    poisson_mean: float = float(BATCH_SIZE)
+    poisson_draws: int = POISSON_DRAWS
     counts: dict = dataclasses.field(default_factory=dict)
     limit: int = None
     server_max_batch: int = 8
@@ -49,11 +58,12 @@ class ScenarioOptions:
 
 @dataclasses.dataclass(frozen=True)
 class Schedule:
-    """Pool indices per batch, in sending order."""
+    """Pool indices per batch, in sending order; `limit` is the offline config line's."""
 
     scenario: str
     batches: tuple
     pool_size: int
+    limit: int = -1
 
     @property
     def count(self):
@@ -68,16 +78,37 @@ class Schedule:
         return self.count > self.pool_size
 
 
-def shuffled(pool_size, count, rng):
-    """`count` pool indices: a seeded permutation of the pool, cycled when count > pool_size."""
-    if pool_size < 1:
-        raise ValueError("the instance pool is empty")
-    return np.resize(rng.permutation(pool_size), count)
+def shuffled(pool_size):
+    """The pool's indices shuffled with random.Random(42) (fixed_batch's instances)."""
+    order = list(range(pool_size))
+    random.Random(SHUFFLE_SEED).shuffle(order)
+    return order
+
+
+def sampled(pool_size, count):
+    """`count` pool indices: the pool repeated until there are enough, random.Random(0).sample,
+    then random.Random(42).shuffle."""
+    repeated = list(range(pool_size)) * math.ceil(count / pool_size)
+    picked = random.Random(SAMPLE_SEED).sample(repeated, k=count)
+    random.Random(SHUFFLE_SEED).shuffle(picked)
+    return picked
+
+
+def limited(indices, limit, state):
+    """Pentathlon's --limit: `state.choice(len, size=limit, replace=False)` of the instances when
+    there are more than `limit`."""
+    if limit is None or limit <= 0 or len(indices) <= limit:
+        return list(indices)
+    return [indices[i] for i in state.choice(list(range(len(indices))), size=limit, replace=False)]
+
+
+def chunks(indices, size):
+    return [indices[start:start + size] for start in range(0, len(indices), size)]
 
 
 class Scenario:
-    """A named schedule of batches. Subclasses, registered under a name, set `default_count` (None:
-    the pool) and `online` (False: every instance at once) and implement `batch_sizes`."""
+    """A named schedule. Subclasses, registered under a name, set `default_count` (None: the whole
+    split, shuffled) and `online` (False: every instance at once) and implement `batches`."""
 
     name = None
     default_count = None
@@ -86,49 +117,55 @@ class Scenario:
     def __init__(self, options=None):
         self.options = options or ScenarioOptions()
 
-    def count(self, pool_size):
-        count = self.options.counts.get(self.name, self.default_count) or pool_size
-        return min(count, self.options.limit) if self.options.limit else count
+    def count(self):
+        """Instances to sample (None: the whole split)."""
+        return self.options.counts.get(self.name, self.default_count)
+
+    def instances(self, pool_size):
+        count = self.count()
+        return shuffled(pool_size) if count is None else sampled(pool_size, count)
 
     def schedule(self, pool_size):
-        """The batches for a pool of `pool_size` instances (seeded: same for every model)."""
-        rng = np.random.default_rng(self.options.seed)
-        indices = shuffled(pool_size, self.count(pool_size), rng)
-        bounds = np.cumsum(self.batch_sizes(len(indices), rng))[:-1]
-        return Schedule(self.name, tuple(np.split(indices, bounds)), pool_size)
+        """The batches for a pool of `pool_size` instances (seeded: the same for every model)."""
+        if pool_size < 1:
+            raise ValueError("the instance pool is empty")
+        state = np.random.RandomState(NUMPY_SEED)  # np.random.seed(42) as the step is built
+        indices = self.instances(pool_size)
+        if self.online:
+            indices = limited(indices, self.options.limit, state)
+        batches = tuple(np.asarray(b, dtype=int) for b in self.batches(indices, state))
+        limit = -1 if self.online or not self.options.limit else self.options.limit
+        return Schedule(self.name, batches, pool_size, limit)
 
-    def batch_sizes(self, count, rng):
-        """Sizes of consecutive batches summing to `count`."""
+    def batches(self, indices, state):
+        """Consecutive batches of `indices`."""
         raise NotImplementedError
 
 
-def chunk_sizes(count, size):
-    return [size] * (count // size) + ([count % size] if count % size else [])
+@register("fixed_batch")
+class FixedBatch(Scenario):
+    """The whole split, shuffled, in batches of --batch-size."""
+
+    def batches(self, indices, state):
+        return chunks(indices, self.options.batch_size)
 
 
-@register("fixed")
-class FixedBatching(Scenario):
-    """Shuffled, then batches of a fixed size over the whole test split (accuracy is measured)."""
-
-
-    def batch_sizes(self, count, rng):
-        return chunk_sizes(count, self.options.batch_size)
-
-
-@register("poisson")
-class PoissonBatching(Scenario):
-    """Batch sizes drawn from Poisson(mean) (zeros skipped, the last one cut to the count)."""
+@register("random_batch")
+class RandomBatch(Scenario):
+    """Batch sizes drawn from Poisson(mean), zeros skipped, until the instances or draws run out
+    (the last batch takes what is left)."""
 
     default_count = 4000
 
-    def batch_sizes(self, count, rng):
-        sizes, total = [], 0
-        while total < count:
-            size = int(rng.poisson(self.options.poisson_mean))
+    def batches(self, indices, state):
+        batches, start = [], 0
+        for size in state.poisson(lam=self.options.poisson_mean, size=self.options.poisson_draws):
+            if start >= len(indices):
+                break
             if size:
-                sizes.append(min(size, count - total))
-                total += sizes[-1]
-        return sizes
+                batches.append(indices[start:start + size])
+                start += size
+        return batches
 
 
 @register("single_stream")
@@ -137,19 +174,20 @@ class SingleStream(Scenario):
 
     default_count = 1000
 
-    def batch_sizes(self, count, rng):
-        return [1] * count
+    def batches(self, indices, state):
+        return chunks(indices, 1)
 
 
 @register("offline")
 class Offline(Scenario):
-    """Every instance at once, through the file handshake; the model picks its batching."""
+    """Every instance written at once; --limit goes to the config line (the first N are
+    predicted)."""
 
     default_count = 8000
     online = False
 
-    def batch_sizes(self, count, rng):
-        return [count]
+    def batches(self, indices, state):
+        return [indices]
 
 
 @register("server")
@@ -159,10 +197,10 @@ class Server(Scenario):
 
     default_count = 1000
 
-    def batch_sizes(self, count, rng):
-        return [1] * count
+    def batches(self, indices, state):
+        return chunks(indices, 1)
 
     def arrivals(self, rate, count):
         """Arrival times in seconds from the start of a trial, for `count` queries at `rate` / s."""
-        gaps = np.random.default_rng([self.options.seed, 1]).exponential(1.0, count)
+        gaps = np.random.default_rng([SHUFFLE_SEED, 1]).exponential(1.0, count)
         return np.cumsum(gaps) / rate

@@ -1,7 +1,7 @@
 """An exported run as an Efficiency Pentathlon submission: rows in, label strings out, on stdio.
 
     python -m serving.submission RUN_DIR [--runtime onnxruntime|tf] [--precision fp32|fp16|bf16]
-        [--device cpu|gpu] [--offline]
+        [--device cpu|gpu] [--offline [--offline-dir DIR]]
 
 so that `efficiency-benchmark run --task T --scenario S -- python -m serving.submission RUN_DIR`
 drives it (../shared/PENTATHLON.md has the protocol). The task and its settings (max_len, task
@@ -19,7 +19,8 @@ Offline (--offline): stdin brings one line `{"offline_data_path": P, "offline_ou
 `Model and data loaded. Start the timer.`; they are predicted in batches of OFFLINE_BATCH; stdout
 says `Offiline prediction done. Stop the timer.` (Pentathlon's spelling); Q receives one
 `{"output": "<label>"}` line per row in input order (written atomically); stdout says `Offiline
-outputs written. Exit.`
+outputs written. Exit.` With --offline-dir, both paths must lie inside that directory (the bench
+passes its work directory); any other is an error.
 
 Errors: anything that goes wrong (arguments, a missing artifact, a malformed request or row) prints
 `Efficiency benchmark exception: SubprocessError` and then the traceback on stdout, and the exit
@@ -46,11 +47,8 @@ import sys
 import time
 import traceback
 
-SENTINEL = "Efficiency benchmark exception: SubprocessError"
-LOADED = "Model and data loaded. Start the timer."
-PREDICTED = "Offiline prediction done. Stop the timer."
-WRITTEN = "Offiline outputs written. Exit."
-SIDE_PREFIX = "arena_tf.submission: "
+from serving.protocol import LOADED, PREDICTED, SENTINEL, SIDE_PREFIX, WRITTEN
+
 OFFLINE_BATCH = 128
 DEFAULT_RUNTIME = "onnxruntime"
 
@@ -122,18 +120,28 @@ def serve_online(submission, requests, answers):
             say(answers, json.dumps(submission.predict(parse_batch(line))))
 
 
-def serve_offline(submission, requests, answers):
-    """The offline handshake: one config line in, three fixed lines out, the outputs file."""
+def serve_offline(submission, requests, answers, offline_dir=None):
+    """The offline handshake: one config line in, three fixed lines out, the outputs file (both
+    paths inside `offline_dir` when one is given)."""
     config = json.loads(requests.readline())
-    rows = read_rows(config["offline_data_path"], config.get("limit", -1))
+    data_path, output_path = (confined(config[key], offline_dir, key) for key in
+                              ("offline_data_path", "offline_output_path"))
+    rows = read_rows(data_path, config.get("limit", -1))
     say(answers, LOADED)
     start = time.perf_counter()
     labels = submission.predict_all(rows)
     seconds = time.perf_counter() - start
     say(answers, PREDICTED)
     side("offline", instances=len(rows), seconds=seconds)
-    write_outputs(config["offline_output_path"], labels)
+    write_outputs(output_path, labels)
     say(answers, WRITTEN)
+
+
+def confined(path, offline_dir, what):
+    """`path`, checked to lie inside `offline_dir` when one is given (serving/confine.py)."""
+    from serving import confine
+
+    return path if offline_dir is None else confine.inside(path, offline_dir, what)
 
 
 def read_rows(path, limit):
@@ -177,6 +185,8 @@ def build_parser():
     runtimes.add_arguments(parser, runtime_default=DEFAULT_RUNTIME)
     parser.add_argument("--offline", action="store_true",
                         help="the offline handshake instead of online batches")
+    parser.add_argument("--offline-dir", help="offline files only inside this directory (the "
+                        "bench passes its work directory; default: any path the driver names)")
     return parser
 
 
@@ -187,7 +197,10 @@ def serve(argv, requests, answers):
     cli.quiet_tensorflow()
     args = build_parser().parse_args(argv)
     submission = Submission.load(args.run_dir, args.runtime, args.precision, args.device)
-    (serve_offline if args.offline else serve_online)(submission, requests, answers)
+    if args.offline:
+        serve_offline(submission, requests, answers, args.offline_dir)
+    else:
+        serve_online(submission, requests, answers)
 
 
 def exit_status(error):

@@ -3,6 +3,7 @@
 `tiny_run` holds what the export contract promises for FP32: saved_model/ (Keras 3
 `model.export`, int32 input `tokens` [None, 32]), model.onnx (tf2onnx), each with its arena_tf
 metadata, and a config.yaml whose task (ListOps) reads a 20-instance generated test split.
+`listops_300` is a ListOps data directory whose test split has 300 rows (three batches of 128).
 """
 
 import json
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 MAX_LEN = 32
-FAKE_MODEL = [sys.executable, "-m", "tests.serving.fake_model"]
+REFERENCE = [sys.executable, "-m", "tests.serving.reference_submission"]  # + MODE
 
 
 def export_tiny_model(run, data_dir):
@@ -58,3 +59,14 @@ def tiny_run(tmp_path_factory):
     run.mkdir()
     export_tiny_model(run, data_dir)
     return run
+
+
+@pytest.fixture(scope="session")
+def listops_300(tmp_path_factory):
+    """A generated ListOps data directory with a 300-row test split."""
+    from arena_tf.generators import listops
+
+    data_dir = tmp_path_factory.mktemp("listops300") / "listops"
+    spec = listops.ListOpsSpec(train=4, validation=4, test=300, min_length=10, max_length=40, seed=5)
+    listops.generate(data_dir, spec, processes=1)
+    return data_dir

@@ -25,12 +25,12 @@ class FakeClock:
 
 class TimedModel:
     """A stand-in model process on a fake clock: each batch takes `seconds` of simulated work and
-    is answered with `output` per instance (or `output(batch number)` when it is callable).
+    is answered with `output` (a label string) per instance (or `output(batch number)` when it is callable).
     `sizes` and `sent_at` record each batch."""
 
     pid = 0
 
-    def __init__(self, clock, seconds, output=0):
+    def __init__(self, clock, seconds, output="0"):
         self.clock, self.seconds, self.output = clock, seconds, output
         self.sizes, self.sent_at = [], []
 

@@ -8,7 +8,6 @@ import pytest
 from serving import bare_loop
 from tests.one_line import assert_one_error_line
 
-from .conftest import MAX_LEN
 from .fake_clock import FakeClock
 from .test_bench import SMALL, run_bench
 
@@ -27,28 +26,38 @@ class CountingRuntime:
         return np.zeros((len(inputs[0]), 2), np.float32)
 
 
-def test_every_instance_is_timed_once_alone_after_one_untimed_call():
+def listops(max_len=8):
+    from arena_tf import tasks
+
+    return tasks.get("listops", max_len=max_len)
+
+
+def test_every_row_is_timed_once_alone_after_one_untimed_call():
     clock = FakeClock()
     runtime = CountingRuntime(clock, seconds=0.125)  # call n takes n / 8 s
-    instances = [[i] * 4 for i in range(1, 6)]
-    seconds = bare_loop.time_predictions(runtime, {"max_len": 4, "vocab_size": 10}, instances,
-                                         clock=clock)
+    rows = [{"input": str(i)} for i in range(1, 6)]
+    seconds = bare_loop.time_predictions(listops(), runtime, rows, clock=clock)
     assert seconds == [0.25, 0.375, 0.5, 0.625, 0.75]  # calls 2 to 6; call 1 was the warm-up
-    assert [b.tolist() for b in runtime.batches] == [[instances[0]]] + [[i] for i in instances]
+    expected = [listops().rows_to_arrays([row])[0] for row in rows]
+    assert [b.tolist() for b in runtime.batches] == [e.tolist() for e in expected[:1] + expected]
     assert all(b.dtype == np.int32 for b in runtime.batches)
 
 
-def test_bad_instances_are_refused_before_timing():
-    with pytest.raises(ValueError, match="token ids must be in"):
-        bare_loop.time_predictions(CountingRuntime(), {"max_len": 2, "vocab_size": 4}, [[1, 9]])
+def test_bad_rows_are_refused_before_timing():
+    from arena_tf.tasks.base import RowError
+
+    runtime = CountingRuntime()
+    with pytest.raises(RowError, match="'nope' is not a ListOps token"):
+        bare_loop.time_predictions(listops(), runtime, [{"input": "1"}, {"input": "nope"}])
+    assert runtime.batches == []
 
 
 def test_the_command_writes_a_latency_summary(tiny_run, tmp_path):
-    instances = tmp_path / "in.jsonl"
-    instances.write_text("".join(json.dumps([1] * MAX_LEN) + "\n" for _ in range(7)))
+    rows = tmp_path / "in.jsonl"
+    rows.write_text("".join(json.dumps({"input": "[MAX 1 2 ]"}) + "\n" for _ in range(7)))
     out = tmp_path / "bare.json"
-    bare_loop.main([str(tiny_run / "model.onnx"), "--runtime", "onnxruntime", "--instances",
-                    str(instances), "--out", str(out)])
+    bare_loop.main([str(tiny_run), "--runtime", "onnxruntime", "--rows", str(rows),
+                    "--out", str(out)])
     summary = json.loads(out.read_text())
     assert summary["bare_loop_count"] == 7
     assert 0 < summary["bare_loop_latency_p50_ms"] <= summary["bare_loop_latency_max_ms"]
@@ -56,7 +65,8 @@ def test_the_command_writes_a_latency_summary(tiny_run, tmp_path):
 
 def test_single_stream_rows_report_their_latency_over_the_bare_loop(tiny_run, tmp_path):
     status, rows = run_bench(tiny_run, "--runtime", "onnxruntime", "--scenario",
-                             "single_stream,fixed", "--bare-loop", "--out", tmp_path, *SMALL)
+                             "single_stream,fixed_batch", "--bare-loop", "--out", tmp_path,
+                             *SMALL)
     assert status == 0
     single, fixed = rows
     assert single["bare_loop_count"] == single["count"] == 30
@@ -72,8 +82,9 @@ def test_command_line_mistakes_are_one_line_and_exit_2(tiny_run, tmp_path, capsy
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     common = ["--runtime", "onnxruntime", "--out", str(tmp_path / "bare.json")]
-    assert bare_loop.main([str(tmp_path / "nope.onnx"), "--instances", str(empty), *common]) == 2
-    assert_one_error_line(capsys.readouterr().err, "nope.onnx does not exist")
-    assert bare_loop.main([str(tiny_run / "model.onnx"), "--instances", str(empty), *common]) == 2
-    assert_one_error_line(capsys.readouterr().err, "holds no instances; expected one JSON")
+    assert bare_loop.main([str(tmp_path / "nope"), "--rows", str(empty), *common]) == 2
+    assert_one_error_line(capsys.readouterr().err, "run directory {} has no config.yaml".format(
+        tmp_path / "nope"))
+    assert bare_loop.main([str(tiny_run), "--rows", str(empty), *common]) == 2
+    assert_one_error_line(capsys.readouterr().err, "holds no rows; expected one JSON row")
     assert not (tmp_path / "bare.json").exists()

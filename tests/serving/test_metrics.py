@@ -1,6 +1,7 @@
 """Metrics from known timings; energy sources; the server's batcher and rate search, on a fake
 clock; output checks in a timed row."""
 
+import json
 import math
 import pathlib
 import sys
@@ -10,7 +11,8 @@ import numpy as np
 import pytest
 
 from serving import energy, metrics, outputs, runner, scenarios
-from serving.instances import Instances
+from serving.instances import Rows
+from serving.protocol import OFFLINE_LINES
 
 from .fake_clock import FakeClock, TimedModel
 
@@ -33,17 +35,16 @@ def test_each_request_in_a_batch_waits_for_its_whole_batch():
 
 def test_throughput_accuracy_and_morocco_fitness():
     assert metrics.throughput(100, 2.0) == 50.0
-    assert metrics.accuracy([1, 2, 3, 4], np.array([1, 2, 0, 0])) == 0.5
-    assert metrics.accuracy([1], None) is None
+    assert metrics.accuracy(["1", "2", "3", "4"], ["1", "2", "0", "0"]) == 0.5
+    assert metrics.accuracy(["1"], [None]) is None
     assert metrics.fitness(0.5, 100.0, math.exp(10)) == pytest.approx(5.0)
     assert metrics.fitness(None, 100.0, 1e9) is None
 
 
-def test_outputs_are_class_ids_or_logits():
-    assert metrics.predicted_class(3) == 3
-    assert metrics.predicted_class([0.1, 2.0, -1.0]) == 1
-    with pytest.raises(ValueError, match="class id or a list of logits"):
-        metrics.predicted_class("positive")
+def test_pentathlons_metrics_are_time_latency_per_batch_and_instances_and_words_per_second():
+    fields = metrics.pentathlon(8, 2.0, ["a b", "c", "d e f", ""] * 2, batches=4)
+    assert fields == {"time": 2.0, "latency": 0.5, "throughput": 4.0, "throughput_words": 6.0}
+    assert "latency" not in metrics.pentathlon(8, 2.0, ["a"] * 8)  # offline: no batches
 
 
 def fake_rapl(root, energy_uj, max_range=1000):
@@ -91,12 +92,17 @@ def test_no_energy_source_gives_none_with_every_reason(monkeypatch):
     assert "RAPL" in reading.note and "codecarbon: not installed" in reading.note
 
 
+def pool_of(count, target="0", labels=("0", "1")):
+    """`count` stand-in rows, each with `target`, of a task labelled `labels`."""
+    return Rows([b'{"input": "1"}'] * count, [target] * count, labels, "test")
+
+
 def test_dynamic_batcher_waits_at_most_max_wait_and_latency_includes_queueing():
     # Simulated time (tests/serving/fake_clock.py): exact on any machine. Powers of two keep the
     # float sums exact: each batch takes 1/16 s, queries arrive every 1/128 s.
     clock = FakeClock()
     model = TimedModel(clock, 1 / 16)
-    pool = Instances([b"[1]"] * 4, None, "test", num_classes=10)
+    pool = pool_of(4)
     arrivals = np.array([0, 1, 2, 3]) / 128
     latency, seconds, sizes, outputs = runner.serve_arrivals(
         model, pool, [0, 1, 2, 3], arrivals, max_batch=2, max_wait=1 / 32, timeout=5, clock=clock)
@@ -107,13 +113,13 @@ def test_dynamic_batcher_waits_at_most_max_wait_and_latency_includes_queueing():
     # latency = queueing + the batch: query 2 waited for the first batch (2/128 -> 9/128), then its
     # own 1/16 s.
     assert latency.tolist() == [9 / 128, 8 / 128, 15 / 128, 14 / 128]
-    assert outputs == [0, 0, 0, 0]
+    assert outputs == ["0", "0", "0", "0"]
 
 
 def test_dynamic_batcher_sends_a_partial_batch_after_max_wait_and_the_last_at_once():
     clock = FakeClock()
     model = TimedModel(clock, 1 / 16)
-    pool = Instances([b"[1]"] * 2, None, "test")
+    pool = pool_of(2)
     latency, _, sizes, _ = runner.serve_arrivals(
         model, pool, [0, 1], np.array([0, 0.25]), max_batch=4, max_wait=1 / 32, timeout=5,
         clock=clock)
@@ -136,51 +142,54 @@ class StillMeter:
         return energy.Reading(None, None, False, "test")
 
 
-def online_row(monkeypatch, output, num_classes=10):
+def online_row(monkeypatch, output):
     monkeypatch.setattr(runner.energy, "EnergyMeter", StillMeter)
     clock = FakeClock(start=100.0)
     model = TimedModel(clock, 0.25, output)
-    pool = Instances([b"[1]"] * 8, np.zeros(8, int), "test", num_classes=num_classes)
-    scenario = scenarios.get("fixed")(scenarios.ScenarioOptions(batch_size=4))
+    pool = pool_of(8, labels=tuple(str(i) for i in range(10)))
+    scenario = scenarios.get("fixed_batch")(scenarios.ScenarioOptions(batch_size=4))
     settings = runner.Settings(progress=False, clock=clock)
     return runner.run_scenario(model, pool, scenario, scenario.schedule(8), settings), model
 
 
 def test_a_row_is_timed_on_the_settings_clock(monkeypatch):
-    row, model = online_row(monkeypatch, output=0)
-    assert model.sizes == [4, 4, 4]  # the warm-up, then two timed batches
-    assert row["seconds"] == 0.5 and row["throughput"] == 16.0  # 8 instances in 2 x 0.25 s
+    row, model = online_row(monkeypatch, output="0")
+    assert model.sizes == [4, 4, 4]  # the warm-up (the last batch), then two timed batches
+    assert row["time"] == 0.5 and row["throughput"] == 16.0  # 8 instances in 2 x 0.25 s
+    assert row["latency"] == 0.25 and row["throughput_words"] == 16.0
     assert row["batch_latency_mean_ms"] == row["request_latency_p99_ms"] == 250.0
     assert row["accuracy"] == 1.0
 
 
 @pytest.mark.parametrize("output, words", [
-    (10, "4 of 4 outputs invalid (output 0: class id 10 is out of range)"),  # at the warm-up
-    ([0.5, 0.25], "(output 0: 2 logits, not 10)"),
-    ("positive", "is neither a class id nor a list of logits"),
-    (lambda batch: -1 if batch == 2 else 0, "class id -1 is out of range"),  # in the timed part
-    (lambda batch: [float("nan")] * 10 if batch else 0, "a logit nan that is not finite"),
+    ("10", "4 of 4 outputs invalid (output 0: '10' is not a label of the task)"),  # warm-up
+    (0, "(output 0: 0 is a JSON number, not a string)"),
+    ([0.5] * 10, "is a JSON array, not a string"),
+    (lambda batch: "-1" if batch == 2 else "0", "'-1' is not a label"),  # in the timed part
 ])
 def test_outputs_outside_the_label_set_make_the_row_invalid_not_timed(monkeypatch, output, words):
     with pytest.raises(outputs.InvalidOutputs) as error:
         online_row(monkeypatch, output)
     assert words in str(error.value)
-    assert "expected a class id in [0, 10) or a list of 10 finite logits" in str(error.value)
+    assert "expected one of the task's target strings ('0', '1'" in str(error.value)
 
 
 class OfflineModel(TimedModel):
     """The offline handshake on a fake clock: 1/8 s to read the inputs, `seconds` to predict,
     1/16 s to write the outputs."""
 
-    def offline(self, input_file, output_file, timeout, on_status):
-        count = len(pathlib.Path(input_file).read_text().splitlines())
+    def offline(self, config, timeout, on_line):
+        loaded, predicted, written = OFFLINE_LINES
+        count = len(pathlib.Path(config["offline_data_path"]).read_text().splitlines())
+        count = min(count, config["limit"]) if config["limit"] > 0 else count
         self.clock.work(1 / 8)
-        on_status["ready"]()
+        on_line[loaded]()
         self.clock.work(self.seconds)
-        on_status["predicted"]()
-        pathlib.Path(output_file).write_text(f"{self.output}\n" * count)
+        on_line[predicted]()
+        output = json.dumps({"output": self.output}) + "\n"
+        pathlib.Path(config["offline_output_path"]).write_text(output * count)
         self.clock.work(1 / 16)
-        on_status["written"]()
+        on_line[written]()
 
 
 def test_offline_times_ready_to_predicted_without_the_meters_start_and_stop(monkeypatch,
@@ -197,14 +206,14 @@ def test_offline_times_ready_to_predicted_without_the_meters_start_and_stop(monk
             return super().stop()
 
     monkeypatch.setattr(runner.energy, "EnergyMeter", SlowMeter)
-    model = OfflineModel(clock, 0.5, output=1)
-    pool = Instances([b"[1]"] * 8, np.ones(8, int), "test", num_classes=2)
+    model = OfflineModel(clock, 0.5, output="1")
+    pool = pool_of(8, target="1")
     scenario = scenarios.get("offline")(scenarios.ScenarioOptions(counts={"offline": 8}))
     settings = runner.Settings(progress=False, clock=clock, work_dir=tmp_path)
     row = runner.run_scenario(model, pool, scenario, scenario.schedule(8), settings)
-    assert row["seconds"] == 0.5 and row["throughput"] == 16.0
-    assert row["offline_total_seconds"] == 0.5625  # ready -> written, no meter in between
-    assert row["accuracy"] == 1.0
+    assert row["time"] == 0.5 and row["throughput"] == 16.0
+    assert row["offline_total_seconds"] == 0.5625  # loaded -> written, no meter in between
+    assert row["accuracy"] == 1.0 and row["count"] == 8 and "latency" not in row
     assert list(tmp_path.iterdir()) == []  # the offline files are removed
 
 
@@ -220,7 +229,7 @@ def test_loadgen_batcher_batches_on_its_clock_and_checks_answers():
     def batcher(output):
         clock = FakeClock()
         model = TimedModel(clock, 0.5, output)
-        pool = Instances([b"[1]"] * 3, None, "test", num_classes=2)
+        pool = pool_of(3)
         instance = loadgen.Batcher(lg, model, pool, max_batch=2, max_wait=0.0, timeout=5,
                                    clock=clock)
         for item in [*samples, None]:
@@ -228,11 +237,11 @@ def test_loadgen_batcher_batches_on_its_clock_and_checks_answers():
         instance.run()  # in this thread: the queue already holds everything
         return instance, model
 
-    good, model = batcher(output=1)
+    good, model = batcher(output="1")
     assert good.error is None and model.sizes == [2, 1] and completed == [100, 101, 102]
     completed.clear()
-    bad, model = batcher(output=7)
-    assert isinstance(bad.error, outputs.InvalidOutputs) and "class id 7" in str(bad.error)
+    bad, model = batcher(output="7")
+    assert isinstance(bad.error, outputs.InvalidOutputs) and "'7' is not a label" in str(bad.error)
     assert model.sizes == [2] and completed == [100, 101, 102]  # none left waiting
 
 

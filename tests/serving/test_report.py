@@ -11,11 +11,11 @@ import pytest
 from serving import plots, report
 
 ROWS = [
-    {"model": "a", "runtime": "tf", "precision": "fp32", "scenario": "fixed", "status": "ok",
+    {"model": "a", "runtime": "tf", "precision": "fp32", "scenario": "fixed_batch", "status": "ok",
      "accuracy": 0.5, "throughput": 100.0, "request_latency_p50_ms": 1.0,
      "request_latency_p99_ms": 2.0, "peak_rss_bytes": 200 << 20, "energy_wh": 0.01,
      "parameters": 1000, "note": "", "server_trials": [{"rate": 1.0, "passed": True}]},
-    {"model": "a", "runtime": "onnxruntime", "precision": "fp16", "scenario": "fixed",
+    {"model": "a", "runtime": "onnxruntime", "precision": "fp16", "scenario": "fixed_batch",
      "status": "unsupported", "note": "model.fp16.onnx is missing | export it"},
 ]
 
@@ -29,7 +29,7 @@ def test_reports_hold_every_row(tmp_path):
     assert table[0]["accuracy"] == "0.5" and table[1]["accuracy"] == ""
     assert json.loads(table[0]["server_trials"]) == [{"rate": 1.0, "passed": True}]
     markdown = (tmp_path / "results.md").read_text().splitlines()
-    assert "| a | tf | fp32 | fixed | ok | 0.5000 | 100.0 | 1.00 / 2.00 |" in markdown[2]
+    assert "| a | tf | fp32 | fixed_batch | ok | 0.5000 | 100.0 | 1.00 / 2.00 |" in markdown[2]
     assert "| 200 |" in markdown[2]  # peak RSS in MiB
     cells = [re.split(r"(?<!\\)\|", line) for line in (markdown[0], markdown[3])]
     assert len(cells[0]) == len(cells[1])  # the note's "|" is escaped, not a new column
@@ -53,7 +53,7 @@ def test_a_failed_write_leaves_the_previous_report_whole(tmp_path, monkeypatch):
 
 def test_radar_and_bubble_charts_are_pngs(tmp_path):
     pytest.importorskip("matplotlib")
-    rows = [dict(ROWS[0], scenario=s) for s in ("fixed", "single_stream", "offline")]
+    rows = [dict(ROWS[0], scenario=s) for s in ("fixed_batch", "single_stream", "offline")]
     rows += [dict(r, runtime="onnxruntime", throughput=300.0, peak_rss_bytes=50 << 20)
              for r in rows]
     paths, notes = plots.write_all(rows, tmp_path)
@@ -79,7 +79,7 @@ def test_without_accuracy_there_is_no_bubble_chart_and_a_note_says_why(tmp_path)
     rows = [dict(ROWS[0], accuracy=None)]
     paths, notes = plots.write_all(rows, tmp_path)
     assert [p.name for p in paths] == ["radar_a.png"]
-    assert "accuracy needs the task's test split" in notes[0]
+    assert "accuracy is that of a fixed_batch row" in notes[0]
 
 
 def ok_row(model, scenario, runtime, precision, throughput):
@@ -88,19 +88,20 @@ def ok_row(model, scenario, runtime, precision, throughput):
 
 
 def test_throughput_ratios_compare_runtimes_and_precisions_per_model_and_scenario():
-    rows = [ok_row("a", "fixed", "tf", "fp32", 100.0),
-            ok_row("a", "fixed", "onnxruntime", "fp32", 150.0),
-            ok_row("a", "fixed", "tf", "bf16", 50.0), ok_row("b", "fixed", "tf", "fp32", 10.0),
-            ok_row("b", "fixed", "onnxruntime", "fp32", 60.0),
-            {**ok_row("b", "fixed", "tf", "bf16", 99.0), "status": "failed"},
-            {**ok_row("a", "fixed", "onnxruntime", "fp16", 999.0), "status": "invalid"},
+    rows = [ok_row("a", "fixed_batch", "tf", "fp32", 100.0),
+            ok_row("a", "fixed_batch", "onnxruntime", "fp32", 150.0),
+            ok_row("a", "fixed_batch", "tf", "bf16", 50.0),
+            ok_row("b", "fixed_batch", "tf", "fp32", 10.0),
+            ok_row("b", "fixed_batch", "onnxruntime", "fp32", 60.0),
+            {**ok_row("b", "fixed_batch", "tf", "bf16", 99.0), "status": "failed"},
+            {**ok_row("a", "fixed_batch", "onnxruntime", "fp16", 999.0), "status": "invalid"},
             ok_row("c", "offline", "onnxruntime", "fp16", 5.0)]
     ratios = report.throughput_ratios(rows)
-    assert ratios == {("a", "fixed"): [1.5, None, 0.5, None],
-                      ("b", "fixed"): [6.0, None, None, None]}
+    assert ratios == {("a", "fixed_batch"): [1.5, None, 0.5, None],
+                      ("b", "fixed_batch"): [6.0, None, None, None]}
     text = report.markdown(rows)
-    assert "| a | fixed | 1.50x | - | 0.50x | - |" in text
-    assert "| all models | fixed | 3.00x | - | 0.50x | - |" in text  # geometric mean of 1.5 and 6
+    assert "| a | fixed_batch | 1.50x | - | 0.50x | - |" in text
+    assert "| all models | fixed_batch | 3.00x | - | 0.50x | - |" in text  # geometric mean of 1.5 and 6
 
 
 def test_no_ratio_table_without_a_pair():

@@ -4,7 +4,8 @@
         [--device cpu|gpu] [--offline [--offline-dir DIR]]
 
 so that `efficiency-benchmark run --task T --scenario S -- python -m serving.submission RUN_DIR`
-drives it (../shared/PENTATHLON.md has the protocol). The task and its settings (max_len, task
+drives it (../shared/PENTATHLON.md has the protocol; serving/protocol.py its fixed lines). It is
+also the serving bench's model process (python -m serving.bench RUN_DIR). The task and its settings (max_len, task
 parameters) come from RUN_DIR/config.yaml; the model is the artifact the runtime reads for the
 precision (serving/runtimes.py, the export contract). Rows are tokenized here by the task's own
 `rows_to_arrays`, exactly as training encoded them (arena_tf/tasks/base.py); a prediction is the

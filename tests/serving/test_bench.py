@@ -259,8 +259,8 @@ def test_the_wrong_number_of_outputs_is_a_failed_row(listops_300, tmp_path):
     ("not_labels", r"outputs invalid \(output 0: 'x' is not a label of the task\)"),
     ("numbers", r"outputs invalid \(output 0: \d is a JSON number, not a string\)"),
 ])
-def test_outputs_outside_the_label_strings_make_invalid_rows(listops_300, tmp_path, capsys, mode,
-                                                             reason):
+def test_nonsense_outputs_of_the_right_count_make_invalid_rows(listops_300, tmp_path, capsys, mode,
+                                                               reason):
     status, rows = run_bench("--command", reference_command(mode), "--task=listops",
                              f"--data-dir={listops_300}", "--scenario", "fixed_batch,offline",
                              "--out", tmp_path, *SMALL)

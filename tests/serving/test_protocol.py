@@ -169,3 +169,20 @@ def test_an_unsupported_provider_is_an_unsupported_failure_not_a_cpu_run(tiny_ru
     assert error.value.kind == "unsupported"
     assert process.close(timeout=120)["returncode"] == 1
     assert process.events()[-1]["event"] == "exit"
+
+
+def test_worker_refuses_offline_files_outside_its_offline_dir_and_goes_on(tiny_run, offline_dir):
+    """The bench's worker, serving.submission --offline --offline-dir (docs/bad_input.md's
+    fault): a config line naming a path outside it gets the sentinel and OutsideDirectory, nothing
+    is written there, and the bench goes on with its next row (a fresh process)."""
+    tmp = offline_dir.parent
+    command = [sys.executable, "-m", "serving.submission", str(tiny_run), "--runtime",
+               "onnxruntime", "--offline", "--offline-dir", str(offline_dir)]
+    process = ModelProcess(command, child_env("cpu"), tmp / "s.log").start()
+    with pytest.raises(ModelError, match="OutsideDirectory: offline_output_path .* is outside the "
+                                         "offline directory") as error:
+        process.offline({"offline_data_path": str(offline_dir / "data.json"),
+                         "offline_output_path": str(tmp / "stolen.json"), "limit": -1},
+                        timeout=120)
+    assert error.value.kind == "error" and process.close(timeout=120)["returncode"] == 1
+    assert not (tmp / "stolen.json").exists()

@@ -173,8 +173,9 @@ FAULTS = [
           "test_nothing_to_measure_is_one_line_exit_1_and_writes_nothing"),
     Fault("a model answering outputs outside the label set", "the row is invalid, not timed",
           "tests/serving/test_bench.py::test_nonsense_outputs_of_the_right_count_make_invalid_rows"),
-    Fault("an offline request naming a path outside the worker's --offline-dir", "refused in one "
-          "line; the worker goes on", "tests/serving/test_protocol.py::"
+    Fault("an offline request naming a path outside the submission's --offline-dir",
+          "refused: Pentathlon's error sentinel and exit 1; the bench reports the row and goes on",
+          "tests/serving/test_protocol.py::"
           "test_worker_refuses_offline_files_outside_its_offline_dir_and_goes_on"),
 ]
 

@@ -378,3 +378,20 @@ def load_experiment(task, model, overrides=(), preset=None, derived=None, config
     sources = raw.pop("_sources", {})
     raw["model"].update(derived or {})
     return ExperimentConfig(**{s: build_section(s, raw.get(s, {}), sources) for s in SECTIONS})
+
+
+def read_run_config(run_dir):
+    """The ExperimentConfig a training run saved in run_dir/config.yaml; a ConfigError when there
+    is none or it does not hold a valid config."""
+    path = pathlib.Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} has no config.yaml",
+                          "a run directory of `python -m arena_tf.train`",
+                          "pass the --run_dir of a finished training run")
+    raw = read_yaml(path)
+    try:
+        return ExperimentConfig(**{name: cls(**raw.get(name, {})) for name, cls in SECTIONS.items()})
+    except (TypeError, ConfigError) as error:
+        raise ConfigError(f"{path} is not a valid experiment config ({error})",
+                          "the config.yaml that training wrote",
+                          "retrain into a fresh --run_dir") from None

@@ -72,10 +72,12 @@ class Submission:
         """The run's task (from config.yaml) and its artifact for `runtime` and `precision`, loaded
         on `device`; runtimes.Unsupported when it cannot run so, ValueError when the artifact's
         input length is not the task's."""
-        from arena_tf.analysis import rundir
+        from arena_tf import tasks
+        from arena_tf.config import read_run_config
         from serving import artifacts, runtimes
 
-        task = rundir.make_task(rundir.read_config(run_dir))
+        config = read_run_config(run_dir)  # neither TensorFlow nor Keras unless the runtime needs it
+        task = tasks.from_config(config.task, seed=config.train.seed)
         path = runtimes.artifact_path(run_dir, runtime, precision, device)
         metadata = artifacts.read_metadata(path)
         if metadata.get("max_len") not in (None, task.max_len):

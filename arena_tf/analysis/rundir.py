@@ -16,7 +16,8 @@ import numpy as np
 import arena_tf.models  # noqa: F401 (registers the encoder and attention layers for loading)
 import arena_tf.tasks as tasks
 from arena_tf.cli import UsageError
-from arena_tf.config import SECTIONS, ConfigError, ExperimentConfig, read_yaml
+from arena_tf.config import ExperimentConfig
+from arena_tf.config import read_run_config as read_config
 
 
 class RunDirError(UsageError, RuntimeError):
@@ -44,23 +45,6 @@ class Run:
         accuracy = metrics.get("validation_accuracy")
         shown = "" if accuracy is None else f" (validation accuracy {accuracy:.2f})"
         return f"{self.config.task.name} / {self.config.model.attention}{shown}"
-
-
-def read_config(run_dir):
-    """The ExperimentConfig saved in run_dir/config.yaml."""
-    path = pathlib.Path(run_dir) / "config.yaml"
-    if not path.is_file():
-        raise RunDirError(f"{run_dir} has no config.yaml",
-                          "a run directory of `python -m arena_tf.train`",
-                          "pass the --run_dir of a finished training run")
-    raw = read_yaml(path)
-    try:
-        sections = {name: cls(**raw.get(name, {})) for name, cls in SECTIONS.items()}
-        return ExperimentConfig(**sections)
-    except (TypeError, ConfigError) as error:
-        raise RunDirError(f"{path} is not a valid experiment config ({error})",
-                          "the config.yaml that training wrote",
-                          "retrain into a fresh --run_dir") from None
 
 
 def load_run(run_dir):

@@ -16,8 +16,6 @@ gives them (the conversion to grayscale is part of the row, not of the submissio
     pixels, label = next(iter(task.load_split("test")))   # int32 [1024] in 0..255, int32 0..9
 """
 
-import tensorflow as tf
-
 from arena_tf.tasks import register, sources
 
 SIDE = 32
@@ -46,6 +44,7 @@ class Image(sources.PixelRows, sources.TfdsTask):
         sources.require_max_len(self, SIDE * SIDE, "32 x 32 pixels")
 
     def encode(self, image, label):
+        import tensorflow as tf
         gray = tf.image.rgb_to_grayscale(image)
         pixels = tf.reshape(tf.cast(gray, tf.int32), [SIDE * SIDE])
         return pixels, tf.cast(label, tf.int32)

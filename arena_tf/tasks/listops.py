@@ -25,8 +25,6 @@ import collections
 import logging
 import os
 
-import tensorflow as tf
-
 from arena_tf.generators import listops as generator
 from arena_tf.progress import Progress
 from arena_tf.tasks import register, sources
@@ -77,6 +75,7 @@ class ListOps(sources.TextPreview, Task):
         self.processes = processes
 
     def load_split(self, split):
+        import tensorflow as tf
         table = _token_table()
         return self._lines(split).map(
             lambda line: self._parse(line, table),
@@ -103,6 +102,7 @@ class ListOps(sources.TextPreview, Task):
 
     def _lines(self, split):
         """The lines of the split's file, without its header."""
+        import tensorflow as tf
         path = self.files()[sources.check_split(split)]
         lines = tf.data.TextLineDataset(str(path))
         return lines.skip(1) if _has_header(path) else lines
@@ -163,6 +163,7 @@ class ListOps(sources.TextPreview, Task):
         return root
 
     def _parse(self, line, table):
+        import tensorflow as tf
         fields = tf.strings.split(line, "\t")
         ids = table.lookup(tf.strings.split(fields[0]))
         check = tf.debugging.assert_non_negative(
@@ -181,6 +182,7 @@ def row_error(what):
 
 def _token_table():
     """String token -> id: VOCABULARY ids 1..15, parentheses 0 (dropped), anything else -1."""
+    import tensorflow as tf
     keys = list(VOCABULARY) + list(DROPPED)
     values = list(range(1, len(VOCABULARY) + 1)) + [0] * len(DROPPED)
     initializer = tf.lookup.KeyValueTensorInitializer(keys, tf.constant(values, tf.int32))

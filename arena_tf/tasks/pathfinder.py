@@ -42,7 +42,6 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-import tensorflow as tf
 
 from arena_tf.config import ConfigError
 from arena_tf.generators import pathfinder as generator
@@ -283,6 +282,7 @@ class Pathfinder(sources.PixelRows, Task):
         return frozenset(problems)
 
     def load_split(self, split):
+        import tensorflow as tf
         paths, labels = zip(*self.examples(split))
         data = tf.data.Dataset.from_tensor_slices((list(paths), np.array(labels, np.int32)))
         data = data.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -310,6 +310,7 @@ class Pathfinder(sources.PixelRows, Task):
 
     def _decode(self, path, label):
         """(path, int32 pixels [max_len], label); all zero when the file is not a whole PNG."""
+        import tensorflow as tf
         contents = tf.io.read_file(path)
         tail = tf.maximum(tf.strings.length(contents) - 8, 0)
         whole = tf.logical_and(
@@ -375,6 +376,7 @@ class Pathfinder(sources.PixelRows, Task):
 
 def _keep(path, pixels, label):
     """tf.data filter: keep images with a non-zero pixel; warn about the others."""
+    import tensorflow as tf
     return tf.cond(
         tf.reduce_any(pixels > 0),
         lambda: tf.constant(True),

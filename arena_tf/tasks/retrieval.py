@@ -24,7 +24,6 @@ import logging
 import os
 
 import numpy as np
-import tensorflow as tf
 
 from arena_tf.progress import Progress
 from arena_tf.tasks import register, sources
@@ -60,6 +59,7 @@ class Retrieval(sources.ByteTextRows, sources.TextPreview, Task):
         self._scans = {}
 
     def load_split(self, split):
+        import tensorflow as tf
         return self._lines(split).map(self._parse, num_parallel_calls=tf.data.AUTOTUNE,
                                       deterministic=True)
 
@@ -70,6 +70,7 @@ class Retrieval(sources.ByteTextRows, sources.TextPreview, Task):
 
     def _lines(self, split):
         """The split's valid lines, in file order."""
+        import tensorflow as tf
         path = self.files()[sources.check_split(split)]
         valid = tf.constant(self.scan(path).valid)
         lines = tf.data.TextLineDataset(str(path)).enumerate()
@@ -114,6 +115,7 @@ class Retrieval(sources.ByteTextRows, sources.TextPreview, Task):
 
 def _fields(line):
     """(text1, text2, int32 label) of a valid line; a '\\r' ending the line is not text."""
+    import tensorflow as tf
     fields = tf.strings.split(line, "\t")
     label = tf.cast(tf.strings.to_number(fields[0]), tf.int32)
     return fields[3], tf.strings.regex_replace(fields[4], "\r$", ""), label

@@ -14,8 +14,6 @@ Rows: `{"input": REVIEW, "target": "0" or "1"}`, the review whole (1 = positive)
     tokens, label = next(iter(task.load_split("train")))   # int32 [1000], int32 0 / 1
 """
 
-import tensorflow as tf
-
 from arena_tf.tasks import register, sources
 
 
@@ -36,6 +34,7 @@ class Text(sources.ByteTextRows, sources.TextPreview, sources.TfdsTask):
     decode = staticmethod(sources.decode_bytes)  # token ids back to text, for previews
 
     def encode(self, features, label):
+        import tensorflow as tf
         return sources.encode_bytes(features, self.max_len), tf.cast(label, tf.int32)
 
     def rows(self, split):

@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import random
+import subprocess
 import sys
 
 import numpy as np
@@ -163,3 +164,16 @@ def test_requests_must_be_lists_and_offline_limits_keep_the_first_rows(tmp_path)
     path = tmp_path / "data.json"
     path.write_text("".join(json.dumps({"input": str(i)}) + "\n" for i in range(5)) + "\n")
     assert [len(read_rows(path, limit)) for limit in (-1, 0, 3, 9)] == [5, 5, 3, 5]
+
+
+def test_an_onnxruntime_submission_loads_neither_tensorflow_nor_keras(tiny_run, rows):
+    """Its memory and start-up are ONNX Runtime's own, as a deployment without TensorFlow has it."""
+    script = ("import json, sys\n"
+              "from serving.submission import Submission\n"
+              "submission = Submission.load(sys.argv[1], 'onnxruntime')\n"
+              "print(json.dumps(submission.predict(json.loads(sys.argv[2]))))\n"
+              "print(json.dumps(sorted({'tensorflow', 'keras'} & set(sys.modules))))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tiny_run), json.dumps(rows[:3])],
+                          capture_output=True, text=True, check=True)
+    predicted, imported = map(json.loads, done.stdout.splitlines())
+    assert len(predicted) == 3 and imported == []

@@ -152,7 +152,8 @@ def parse_args(argv):
                         "split, random_batch 4000, single_stream 1000, offline 8000, server 1000 "
                         "per trial)")
     parser.add_argument("--limit", type=int, help="Pentathlon's --limit: keep N instances of each "
-                        "online scenario (a seeded choice), the first N offline")
+                        "online scenario (a seeded choice), the first N offline (single_stream "
+                        "still repeats them up to --min-duration and --min-queries)")
     parser.add_argument("--server-max-batch", type=int, default=8)
     parser.add_argument("--server-max-wait-ms", type=float, default=5.0)
     parser.add_argument("--server-p99-ms", type=float, default=100.0,
@@ -160,6 +161,12 @@ def parse_args(argv):
     parser.add_argument("--server-trials", type=int, default=6, help="rates tried by the search")
     parser.add_argument("--server-rate", type=float, help="first rate tried (default: half the "
                         "throughput of one max-size batch)")
+    parser.add_argument("--min-duration", type=float, default=10.0, metavar="SECONDS",
+                        help="MLPerf's minimum duration: single_stream repeats its schedule, and "
+                        "each server trial draws arrivals, until a run lasts this long")
+    parser.add_argument("--min-queries", type=int, default=1000, metavar="N",
+                        help="MLPerf's minimum query count for single_stream and each server trial "
+                        "(0 and --min-duration 0: Pentathlon's single pass)")
     parser.add_argument("--loadgen", action="store_true",
                         help="also run SingleStream, Server and Offline through MLPerf LoadGen")
     parser.add_argument("--loadgen-min-ms", type=float, default=10_000.0,
@@ -183,7 +190,8 @@ def scenario_options(args):
                 "--startup-timeout": args.startup_timeout, "--server-p99-ms": args.server_p99_ms,
                 "--limit": args.limit, "--server-rate": args.server_rate}
     non_negative = {"--server-max-wait-ms": args.server_max_wait_ms,
-                    "--loadgen-min-ms": args.loadgen_min_ms}
+                    "--loadgen-min-ms": args.loadgen_min_ms, "--min-duration": args.min_duration,
+                    "--min-queries": args.min_queries}
     bad = [f"{k}={v:g}" for k, v in positive.items() if v is not None and v <= 0]
     if bad:
         raise BenchError(f"{', '.join(bad)} is not positive", "a positive number",
@@ -197,6 +205,7 @@ def scenario_options(args):
         server_max_batch=args.server_max_batch, server_max_wait_ms=args.server_max_wait_ms,
         server_p99_ms=args.server_p99_ms, server_trials=args.server_trials,
         server_start_rate=args.server_rate, loadgen_min_duration_ms=args.loadgen_min_ms,
+        min_duration_s=args.min_duration, min_queries=args.min_queries,
     )
 
 
@@ -432,7 +441,7 @@ def measure(target, name, pool, options, settings, process, log_dir):
     cycled = (f"cycled through the {len(pool)}-row split ({schedule.count} instances)"
               if schedule.cycled else "")
     return {"count": schedule.count, "batches": len(schedule.batches) if scenario.online else 1,
-            "cycled": cycled, **fields}
+            "cycled": cycled, **fields}  # a repeating scenario's own count and batches win
 
 
 def is_online(name):
@@ -465,7 +474,7 @@ def peak_rss(process, events):
     return said or (process.exit or {}).get("peak_rss_bytes")
 
 
-NOTE_FIELDS = ("cycled", "server_note", "loadgen_invalid_reason")  # joined into the row's note
+NOTE_FIELDS = ("cycled", "repeated", "server_note", "loadgen_invalid_reason")  # joined into the row's note
 
 
 def execute(target, name, pool, options, settings, process, log_dir):

@@ -105,14 +105,21 @@ def settings_for(lg, name, options, capacity):
     return settings
 
 
+EARLY_STOPPING = "early_stopping_latency_"
+
+
 def read_results(log_dir):
-    """{key: value} of LoadGen's result_* entries in mlperf_log_detail.txt."""
+    """{key: value} of LoadGen's result_* entries (the prefix dropped) and its early-stopping
+    estimates in mlperf_log_detail.txt."""
     results = {}
     for line in (pathlib.Path(log_dir) / "mlperf_log_detail.txt").read_text().splitlines():
         if line.startswith(":::MLLOG"):
             entry = json.loads(line[len(":::MLLOG"):])
-            if entry.get("key", "").startswith("result_"):
-                results[entry["key"][len("result_"):]] = entry["value"]
+            key = entry.get("key", "")
+            if key.startswith("result_"):
+                results[key[len("result_"):]] = entry["value"]
+            elif key.startswith(EARLY_STOPPING):  # single stream's p90 (_ss) and p99 (_ms)
+                results[key] = entry["value"]
     return results
 
 
@@ -122,9 +129,11 @@ def row_fields(name, results):
                for k, v in (("mean", "mean_latency_ns"), ("p50", "50.00_percentile_latency_ns"),
                             ("p90", "90.00_percentile_latency_ns"),
                             ("p99", "99.00_percentile_latency_ns"), ("max", "max_latency_ns"))}
+    early = {f"request_latency_{p}_early_ms": results[EARLY_STOPPING + k] / 1e6
+             if results.get(EARLY_STOPPING + k) else None for p, k in (("p90", "ss"), ("p99", "ms"))}
     speed = next((results[k] for k in ("samples_per_second", "completed_samples_per_sec",
                                        "qps_with_loadgen_overhead") if k in results), None)
-    return {**latency, "throughput": speed, "loadgen_validity": results.get("validity"),
+    return {**latency, **early, "throughput": speed, "loadgen_validity": results.get("validity"),
             "loadgen_invalid_reason": results.get("invalid_reason") or "",
             "server_max_rate": results.get("scheduled_samples_per_sec")
             if name == "loadgen_server" else None}

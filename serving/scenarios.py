@@ -10,6 +10,14 @@ server), as schedules of batches of pool indices (../shared/PENTATHLON.md).
     server         (ours) 1,000 sampled queries arriving as a Poisson process, batched by a dynamic
                    batcher; the highest rate whose p99 latency stays within a bound
 
+MLPerf's minimums (beyond Pentathlon, which times one pass): single_stream goes through its
+schedule again and again until the run has lasted `min_duration_s` and sent `min_queries` queries;
+each server trial draws arrivals until there are `min_queries` and the last one comes at or after
+`min_duration_s` (LoadGen's pre-generated schedule). The defaults, 10 s and 1,000 queries (at
+least one pass of Pentathlon's 1,000 single-stream instances, and more than the 662 that LoadGen's
+p99 early-stopping estimate needs), keep a small model's single_stream row at about 10 s and its
+server row (six trials) at about a minute on a CPU; 0 and 0 give Pentathlon's single pass.
+
 Sampling N instances: the rows repeated until there are enough, `random.Random(0).sample(rows,
 k=N)`, then `random.Random(42).shuffle`. `--limit N` (online) keeps `np.random.choice(len, size=N,
 replace=False)` of them, drawn from the same seed-42 numpy state as the Poisson sizes (first).
@@ -54,6 +62,8 @@ class ScenarioOptions:
     server_trials: int = 6
     server_start_rate: float = None
     loadgen_min_duration_ms: float = 10_000.0
+    min_duration_s: float = 10.0
+    min_queries: int = 1000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +123,14 @@ class Scenario:
     name = None
     default_count = None
     online = True
+    repeats = False  # whether MLPerf's minimum duration and query count apply
+
+    def enough(self, seconds, queries):
+        """Whether a run that has lasted `seconds` and sent `queries` may stop (at once for a
+        scenario that does not repeat)."""
+        options = self.options
+        return not self.repeats or (seconds >= options.min_duration_s
+                                    and queries >= options.min_queries)
 
     def __init__(self, options=None):
         self.options = options or ScenarioOptions()
@@ -170,9 +188,10 @@ class RandomBatch(Scenario):
 
 @register("single_stream")
 class SingleStream(Scenario):
-    """One instance at a time."""
+    """One instance at a time, the schedule repeated up to MLPerf's minimums."""
 
     default_count = 1000
+    repeats = True
 
     def batches(self, indices, state):
         return chunks(indices, 1)
@@ -196,11 +215,20 @@ class Server(Scenario):
     times. The same exponential gaps, scaled by 1 / rate, are used at every rate."""
 
     default_count = 1000
+    repeats = True
+    GAP_BLOCK = 1024  # gaps are drawn in blocks, so a longer trial extends a shorter one
 
     def batches(self, indices, state):
         return chunks(indices, 1)
 
     def arrivals(self, rate, count):
-        """Arrival times in seconds from the start of a trial, for `count` queries at `rate` / s."""
-        gaps = np.random.default_rng([SHUFFLE_SEED, 1]).exponential(1.0, count)
-        return np.cumsum(gaps) / rate
+        """Arrival times in seconds from the start of a trial at `rate` / s: `count` queries, or
+        more up to MLPerf's minimums (min_queries, the last arrival at or after min_duration_s)."""
+        rng = np.random.default_rng([SHUFFLE_SEED, 1])
+        count = max(count, self.options.min_queries)
+        times = np.zeros(0)
+        while len(times) < count or times[-1] < self.options.min_duration_s:
+            gaps = rng.exponential(1.0, self.GAP_BLOCK)
+            times = np.concatenate([times, (times[-1] if len(times) else 0.0) + np.cumsum(gaps) / rate])
+        late = np.flatnonzero(times >= self.options.min_duration_s)
+        return times[:max(count, late[0] + 1)]

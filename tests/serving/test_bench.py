@@ -23,9 +23,9 @@ from .conftest import REFERENCE
 from .test_scenarios import pentathlon_batches
 
 SMALL = ["--batch-size", "8", "--poisson-mean", "4", "--count", "random_batch=24",
-         "--count", "single_stream=30", "--count", "offline=40", "--count", "server=16",
+         "--count", "single_stream=30", "--count", "offline=40", "--count", "server=500",
          "--server-trials", "2", "--server-max-batch", "4", "--server-p99-ms", "600000",
-         "--quiet"]
+         "--min-duration", "0", "--min-queries", "0", "--quiet"]
 SCENARIOS = ("fixed_batch", "random_batch", "single_stream", "offline", "server")
 
 
@@ -159,7 +159,7 @@ def test_offline_and_limit_as_pentathlon_applies_them(listops_300, tmp_path):
     status, rows = run_bench("--command", reference_command(), "--offline-command", offline,
                              "--task=listops", f"--data-dir={listops_300}", "--scenario",
                              "single_stream,offline", "--limit", "100", "--out", tmp_path,
-                             "--quiet")
+                             "--min-duration", "0", "--min-queries", "0", "--quiet")
     assert status == 0 and [r["status"] for r in rows] == ["ok", "ok"], rows
     single, offline = rows
     split = split_rows(listops_300)
@@ -353,3 +353,17 @@ def test_loadgen_runs_single_stream_server_and_offline(tiny_run, tmp_path):
                 "mlperf_log_summary.txt").is_file()
     assert loadgen_rows["loadgen_server"]["server_max_rate"] == pytest.approx(50, rel=0.3)
     assert loadgen_rows["loadgen_single_stream"]["request_latency_p90_ms"] > 0
+
+
+def test_loadgen_and_the_bench_both_give_early_stopping_estimates(tiny_run, tmp_path):
+    pytest.importorskip("mlperf_loadgen")
+    status, rows = run_bench(tiny_run, "--runtime", "onnxruntime", "--scenario", "single_stream",
+                             "--loadgen", "--loadgen-min-ms", "0", "--out", tmp_path,
+                             *SMALL, "--count", "single_stream=700")
+    ours, loadgen_row = rows[0], rows[1]
+    assert status == 0 and ours["count"] == 700
+    assert loadgen_row["scenario"] == "loadgen_single_stream"
+    for row in (ours, loadgen_row):  # 700 queries: enough for both estimates, each at or above
+        for p in ("p90", "p99"):  # its plain percentile and at most the slowest query
+            early = row[f"request_latency_{p}_early_ms"]
+            assert row[f"request_latency_{p}_ms"] <= early <= row["request_latency_max_ms"]

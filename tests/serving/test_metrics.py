@@ -256,3 +256,55 @@ def test_rate_search_doubles_halves_and_bisects_to_the_highest_passing_rate():
     assert tried == [4, 8, 16, 12, 10, 11]
     assert best["rate"] == 10 and len(results) == 6
     assert runner.search_rate(lambda r: {"rate": r, "passed": False}, 4, 3)[0] is None
+
+
+def timed_row(monkeypatch, name, seconds, **options):
+    """A row of scenario `name` over 8 stand-in rows on a model taking `seconds` per batch."""
+    monkeypatch.setattr(runner.energy, "EnergyMeter", StillMeter)
+    clock = FakeClock()
+    model = TimedModel(clock, seconds)
+    scenario = scenarios.get(name)(scenarios.ScenarioOptions(batch_size=4, **options))
+    settings = runner.Settings(progress=False, clock=clock)
+    schedule = scenario.schedule(8)
+    return runner.run_scenario(model, pool_of(8), scenario, schedule, settings), model, schedule
+
+
+def test_single_stream_goes_round_its_schedule_until_mlperfs_minimum_duration(monkeypatch):
+    row, model, schedule = timed_row(monkeypatch, "single_stream", 1 / 4, min_duration_s=8.0,
+                                     min_queries=10, counts={"single_stream": 5})
+    assert model.sizes == [1] * 33  # the warm-up, then 32 queries of 1/4 s make the 8 s
+    assert row["time"] == 8.0 and row["count"] == row["batches"] == 32
+    assert row["passes"] == 32 / 5 and "repeated the 5-instance schedule" in row["repeated"]
+    sent = np.resize(schedule.indices, 32)  # the same queries again, in the schedule's order
+    assert row["accuracy"] == 1.0 and len(sent) == row["count"]
+
+
+def test_single_stream_meets_the_minimum_query_count_too_and_zero_means_one_pass(monkeypatch):
+    row, _, _ = timed_row(monkeypatch, "single_stream", 1 / 4, min_duration_s=1.0,
+                          min_queries=12, counts={"single_stream": 5})
+    assert (row["count"], row["time"]) == (12, 3.0)
+    row, _, _ = timed_row(monkeypatch, "single_stream", 1 / 4, min_duration_s=0.0,
+                          min_queries=0, counts={"single_stream": 5})
+    assert (row["count"], row["passes"], row["repeated"]) == (5, 1.0, "")
+
+
+def test_batch_scenarios_time_pentathlons_one_pass_whatever_the_minimums(monkeypatch):
+    row, model, _ = timed_row(monkeypatch, "fixed_batch", 1 / 4, min_duration_s=60.0)
+    assert model.sizes == [4, 4, 4] and row["count"] == 8 and row["repeated"] == ""
+
+
+def test_single_stream_rows_carry_loadgens_early_stopping_estimates(monkeypatch):
+    row, _, _ = timed_row(monkeypatch, "single_stream", 1 / 8, min_duration_s=0.0,
+                          min_queries=100, counts={"single_stream": 100})
+    assert row["request_latency_p90_ms"] == row["request_latency_p90_early_ms"] == 125.0
+    assert row["request_latency_p99_early_ms"] is None  # 662 queries needed
+
+
+def test_server_trials_arrive_until_mlperfs_minimums_on_the_same_gaps():
+    short = scenarios.get("server")(scenarios.ScenarioOptions(min_duration_s=0, min_queries=0))
+    longer = scenarios.get("server")(scenarios.ScenarioOptions(min_duration_s=30.0,
+                                                                min_queries=100))
+    first, extended = short.arrivals(100.0, 16), longer.arrivals(100.0, 16)
+    assert len(first) == 16 and extended[-1] >= 30.0 > extended[-2]
+    np.testing.assert_allclose(extended[:16], first)
+    assert len(longer.arrivals(1.0, 16)) == 100  # at 1/s, 100 queries outlast 30 s

@@ -10,7 +10,7 @@ $(STAMP): setup.py constraints.txt
 	@echo "Setting up $(VENV): TensorFlow and the pinned packages of constraints.txt (first time only; a few minutes)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --progress-bar on -c constraints.txt -e ".[dev,serving]"
+	$(PY) -m pip install --progress-bar on -c constraints.txt -e ".[dev,serving,openvino]"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -25,6 +25,8 @@ EXTRAS = {
     "peers": ["tf-models-official>=2.20,<2.21"],
     # The serving bench's MLPerf LoadGen cross-check, energy estimate and GPU memory / energy.
     "serving": ["mlcommons-loadgen>=6,<7", "codecarbon>=3,<4", "nvidia-ml-py>=12"],
+    # The third serving runtime and its exporter (export/to_openvino.py); CPU.
+    "openvino": ["openvino>=2026.4,<2027"],
     "dev": ["pytest>=8", "pytest-xdist>=3", "ruff"],
 }
 

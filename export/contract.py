@@ -31,6 +31,10 @@ LENGTH_AXIS_NAME = "length"
 SAVED_MODEL_ARTIFACTS = {"fp32": "saved_model", "bf16": "saved_model_bf16",
                          "fp16": "saved_model_fp16"}
 ONNX_ARTIFACTS = {"fp32": "model.onnx", "fp16": "model.fp16.onnx"}
+# OpenVINO IR directories (model.xml, model.bin, arena_tf.json); fp16: weights stored in float16.
+OPENVINO_ARTIFACTS = {"fp32": "openvino", "fp16": "openvino_fp16"}
+ALL_ARTIFACTS = (*SAVED_MODEL_ARTIFACTS.values(), *ONNX_ARTIFACTS.values(),
+                 *OPENVINO_ARTIFACTS.values())
 
 
 class TokenError(ExportUsageError, ValueError):

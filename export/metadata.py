@@ -1,6 +1,7 @@
 """The arena_tf metadata inside every artifact, as one JSON document, and `read_metadata(path)`.
 
-SavedModel: `assets.extra/arena_tf.json`; ONNX: the metadata_props entry `arena_tf`.
+SavedModel: `assets.extra/arena_tf.json`; ONNX: the metadata_props entry `arena_tf`; OpenVINO IR
+directory: `arena_tf.json` beside model.xml.
 
     read_metadata("runs/text-performer/saved_model")["input_names"]     # ['tokens']
     read_metadata("runs/text-performer/model.fp16.onnx")["precision"]   # 'fp16'
@@ -20,18 +21,21 @@ KEY = "arena_tf"
 # 2: int32 and int64 signatures, lengths up to max_len padded inside, sequence_length, input_dtypes.
 FORMAT_VERSION = 2
 SAVED_MODEL_FILE = pathlib.Path("assets.extra") / f"{KEY}.json"
+OPENVINO_MODEL = "model.xml"  # with model.bin, inside an OpenVINO artifact directory
+OPENVINO_FILE = f"{KEY}.json"
 
 
 def input_dtypes(kind):
-    """{signature name: token dtype} a SavedModel takes; {'onnx': 'int32'} for ONNX (one graph
-    input has one type; tf2onnx converts the int32 signature)."""
+    """{signature name: token dtype} a SavedModel takes; {'onnx': 'int32'} for ONNX and
+    {'openvino': 'int32'} for OpenVINO (one graph input has one type; both are converted from the
+    int32 signature)."""
     if kind == "saved_model":
         return {SIGNATURE_NAME: "int32", INT64_SIGNATURE_NAME: "int64"}
-    return {"onnx": "int32"}
+    return {kind: "int32"}
 
 
 def build_metadata(source, precision, kind="saved_model"):
-    """The metadata document of an artifact (`kind`: 'saved_model' or 'onnx') of `source`
+    """The metadata document of an artifact (`kind`: 'saved_model', 'onnx', 'openvino') of `source`
     computing in `precision`."""
     config = source.config
     return {
@@ -68,13 +72,28 @@ def set_onnx_metadata(model_proto, metadata):
     return model_proto
 
 
-def _read_saved_model(path):
-    file = path / SAVED_MODEL_FILE
+def _read_json_inside(path, name, what, exporter):
+    """The JSON document `name` inside the artifact directory `path` (a `what` that `exporter`
+    writes); a one-line ExportUsageError when it is missing."""
+    file = path / name
     if not file.is_file():
-        raise ExportUsageError(f"{path} has no {SAVED_MODEL_FILE}",
-                               "a SavedModel written by export/to_savedmodel.py",
-                               "re-export it with export/to_savedmodel.py")
+        raise ExportUsageError(f"{path} has no {name}", f"{what} written by {exporter}",
+                               f"re-export it with {exporter}")
     return json.loads(file.read_text())
+
+
+def _read_saved_model(path):
+    return _read_json_inside(path, SAVED_MODEL_FILE, "a SavedModel", "export/to_savedmodel.py")
+
+
+def write_openvino_metadata(directory, metadata):
+    """Store `metadata` as arena_tf.json inside an OpenVINO artifact directory."""
+    (pathlib.Path(directory) / OPENVINO_FILE).write_text(
+        json.dumps(metadata, indent=2, sort_keys=True) + "\n")
+
+
+def _read_openvino(path):
+    return _read_json_inside(path, OPENVINO_FILE, "an OpenVINO directory", "export/to_openvino.py")
 
 
 def _read_onnx(path):
@@ -92,12 +111,15 @@ def _read_onnx(path):
     return json.loads(props[KEY])
 
 
-READERS = {"saved_model": _read_saved_model, ".onnx": _read_onnx}
+READERS = {"saved_model": _read_saved_model, "openvino": _read_openvino, ".onnx": _read_onnx}
 
 
 def artifact_kind(path):
-    """'saved_model' for a directory, else the file suffix ('.onnx')."""
-    return "saved_model" if path.is_dir() else path.suffix
+    """'openvino' for a directory holding model.xml, 'saved_model' for another directory, else
+    the file suffix ('.onnx')."""
+    if path.is_dir():
+        return "openvino" if (path / OPENVINO_MODEL).is_file() else "saved_model"
+    return path.suffix
 
 
 def read_metadata(path):

@@ -18,7 +18,7 @@ import pathlib
 import time
 
 from arena_tf import files
-from export.contract import ONNX_ARTIFACTS, SAVED_MODEL_ARTIFACTS
+from export.contract import ALL_ARTIFACTS
 from export.errors import ParityError
 from export.parity import failure_line
 
@@ -39,7 +39,7 @@ def clean_leftovers(directory):
     """Remove the temporaries that killed exports left beside the artifacts (and their reports)
     in `directory`; the removed paths. Temporaries of exports still running are kept."""
     removed = []
-    for name in (*SAVED_MODEL_ARTIFACTS.values(), *ONNX_ARTIFACTS.values()):
+    for name in ALL_ARTIFACTS:
         target = pathlib.Path(directory) / name
         for path in (target, parity_path(target), failed_parity_path(target)):
             removed += files.remove_stale_temporaries(path)

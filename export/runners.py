@@ -1,4 +1,5 @@
-"""Logits from each kind of model on the same examples: Keras, a SavedModel, ONNX Runtime.
+"""Logits from each kind of model on the same examples: Keras, a SavedModel, ONNX Runtime,
+OpenVINO.
 
     logits = run_batched(keras_predictor(model), examples.arrays)        # float32 [count, classes]
     session = onnx_session("runs/x/model.onnx"); session.get_providers()  # what really runs
@@ -17,6 +18,7 @@ import numpy as np
 import onnxruntime
 import tensorflow as tf
 
+from export import openvino_model
 from export.contract import check_tokens, input_names
 from export.errors import ExportError, one_line
 from export.metadata import artifact_kind, read_metadata
@@ -90,11 +92,21 @@ def onnx_predictor(session, model):
     return predict
 
 
+def openvino_predictor(compiled, model):
+    """Batch of input arrays -> logits, through a compiled OpenVINO model
+    (export/openvino_model.py), the ids checked against `model` (a ModelConfig or the artifact's
+    metadata) first."""
+    return lambda arrays: compiled.predict(check_tokens(arrays, model), names(model))
+
+
 def artifact_predictor(path):
-    """Batch of input arrays -> logits for an exported artifact (SavedModel directory or .onnx
-    file), its ids checked against the artifact's own metadata."""
+    """Batch of input arrays -> logits for an exported artifact (SavedModel directory, OpenVINO
+    directory or .onnx file), its ids checked against the artifact's own metadata."""
     path = pathlib.Path(path)
     metadata = read_metadata(path)
-    if artifact_kind(path) == "saved_model":
+    kind = artifact_kind(path)
+    if kind == "saved_model":
         return saved_model_predictor(path, metadata)
+    if kind == "openvino":
+        return openvino_predictor(openvino_model.compile_ir(path, "fp32"), metadata)
     return onnx_predictor(onnx_session(str(path)), metadata)

@@ -20,7 +20,6 @@ export failed, 2 for a wrong argument or input.
 
 import contextlib
 import dataclasses
-import functools
 import os
 import pathlib
 import sys
@@ -38,20 +37,18 @@ from export import cli  # noqa: E402
 from export.context import prepare  # noqa: E402
 from export.contract import ONNX_ARTIFACTS  # noqa: E402
 from export.errors import ExportError, ExportUsageError, one_line  # noqa: E402
-from export.metadata import (  # noqa: E402
-    FORMAT_VERSION, build_metadata, read_metadata, set_onnx_metadata,
-)
+from export.metadata import build_metadata, set_onnx_metadata  # noqa: E402
 from export.onnx_fp16 import convert_to_fp16  # noqa: E402
 from export.parity import contract_checks, parity_report  # noqa: E402
-from export.publish import clean_leftovers, publish, publish_all, require_fp32  # noqa: E402
+from export.publish import publish  # noqa: E402
 from export.runners import (  # noqa: E402
-    onnx_predictor, onnx_session, run_batched, saved_model_predictor,
+    onnx_predictor, onnx_session, run_batched,
 )
 from export.signature import (  # noqa: E402
     BATCH_AXIS_NAME, LENGTH_AXIS_NAME, OUTPUT_NAME, SIGNATURE_NAME, input_names, sequence_length,
 )
 from export.to_savedmodel import ARTIFACTS as SAVED_MODELS  # noqa: E402
-from export.to_savedmodel import export_saved_model  # noqa: E402
+from export.to_savedmodel import export_converted  # noqa: E402
 
 ARTIFACTS = ONNX_ARTIFACTS
 DEFAULT_OPSET = 17
@@ -59,21 +56,6 @@ MIN_OPSET = 13  # checked 13 to 18; at 10, dynamic Pad (local, reformer blocks) 
 MAX_OPSET = max(tf2onnx.constants.OPSET_TO_IR_VERSION)
 # How each precision's model is made from the FP32 conversion.
 DERIVE = {"fp32": lambda model_proto: model_proto, "fp16": convert_to_fp16}
-
-
-def saved_model_is_current(source):
-    """True when the FP32 SavedModel was exported from this .keras file after its last change,
-    in the current format (signatures, length handling)."""
-    saved_model = source.artifact(SAVED_MODELS["fp32"])
-    graph = saved_model / "saved_model.pb"
-    if not graph.is_file() or graph.stat().st_mtime < source.model_path.stat().st_mtime:
-        return False
-    try:
-        metadata = read_metadata(saved_model)
-        return (metadata["source"] == str(source.model_path)
-                and metadata.get("format") == FORMAT_VERSION)
-    except (ExportError, KeyError, ValueError):  # no or unreadable metadata: export anew
-        return False
 
 
 def unconverted_ops(model_proto):
@@ -226,22 +208,12 @@ def check_onnx_precision(precision):
 def export_onnx_models(context, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET):
     """{artifact path: parity report}: the FP32 SavedModel when stale, then the ONNX models,
     refused ones included (report["passed"] False); a ParityError when an FP32 one was refused."""
-    source, reports, opset = context.source, {}, check_opset(opset)
+    opset = check_opset(opset)
     precisions = [check_onnx_precision(p) for p in precisions]
-    saved_model = source.artifact(SAVED_MODELS["fp32"])
-    clean_leftovers(source.directory)
-    if not saved_model_is_current(source):
-        reports[saved_model] = export_saved_model(context, "fp32")
-        require_fp32(reports, [saved_model])
-    conversion = timed_conversion(saved_model, source.config, opset)
-    saved_model_logits = run_batched(saved_model_predictor(saved_model, source.config),
-                                     context.examples.arrays)
-    reports.update(publish_all({
-        source.artifact(ARTIFACTS[p]): functools.partial(
-            export_onnx_model, context, p, conversion, saved_model_logits)
-        for p in precisions
-    }))
-    return require_fp32(reports, [saved_model, source.artifact(ARTIFACTS["fp32"])])
+    return export_converted(
+        context, ARTIFACTS, precisions,
+        lambda saved_model: timed_conversion(saved_model, context.source.config, opset),
+        export_onnx_model)
 
 
 def export_onnx(path, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET, count=None,

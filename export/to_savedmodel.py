@@ -33,7 +33,10 @@ import tensorflow as tf  # noqa: E402
 from export import cli  # noqa: E402
 from export.context import prepare  # noqa: E402
 from export.contract import SAVED_MODEL_ARTIFACTS  # noqa: E402
-from export.metadata import build_metadata, write_saved_model_metadata  # noqa: E402
+from export.errors import ExportError  # noqa: E402
+from export.metadata import (  # noqa: E402
+    FORMAT_VERSION, build_metadata, read_metadata, write_saved_model_metadata,
+)
 from export.parity import contract_checks, parity_report  # noqa: E402
 from export.precision import POLICIES, check_precision, model_in_precision  # noqa: E402
 from export.publish import clean_leftovers, publish, publish_all, require_fp32  # noqa: E402
@@ -96,6 +99,50 @@ def export_saved_model(context, precision):
                              context.thresholds, extra_checks=contract, runtime="tensorflow")
 
     return publish(target, write, check)
+
+
+def saved_model_is_current(source):
+    """True when the FP32 SavedModel was exported from this .keras file after its last change,
+    in the current format (signatures, length handling)."""
+    saved_model = source.artifact(ARTIFACTS["fp32"])
+    graph = saved_model / "saved_model.pb"
+    if not graph.is_file() or graph.stat().st_mtime < source.model_path.stat().st_mtime:
+        return False
+    try:
+        metadata = read_metadata(saved_model)
+        return (metadata["source"] == str(source.model_path)
+                and metadata.get("format") == FORMAT_VERSION)
+    except (ExportError, KeyError, ValueError):  # no or unreadable metadata: export anew
+        return False
+
+
+def current_fp32_saved_model(context, reports):
+    """The path of the FP32 SavedModel the other exports convert, exported first (its report
+    added to `reports`, a ParityError if refused) when missing or older than model.keras."""
+    saved_model = context.source.artifact(ARTIFACTS["fp32"])
+    if not saved_model_is_current(context.source):
+        reports[saved_model] = export_saved_model(context, "fp32")
+        require_fp32(reports, [saved_model])
+    return saved_model
+
+
+def export_converted(context, artifacts, precisions, convert, export_one):
+    """{artifact path: parity report} of the artifacts converted from the FP32 SavedModel (ONNX,
+    OpenVINO): the SavedModel first when stale, `convert(saved_model)` once, then
+    `export_one(context, precision, conversion, saved_model_logits)` for each precision, refused
+    ones included; a ParityError when an FP32 artifact was refused."""
+    source, reports = context.source, {}
+    clean_leftovers(source.directory)
+    saved_model = current_fp32_saved_model(context, reports)
+    conversion = convert(saved_model)
+    saved_model_logits = run_batched(saved_model_predictor(saved_model, source.config),
+                                     context.examples.arrays)
+    reports.update(publish_all({
+        source.artifact(artifacts[p]): functools.partial(
+            export_one, context, p, conversion, saved_model_logits)
+        for p in precisions
+    }))
+    return require_fp32(reports, [saved_model, source.artifact(artifacts["fp32"])])
 
 
 def export_saved_models(context, precisions=tuple(ARTIFACTS)):

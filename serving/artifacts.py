@@ -1,7 +1,8 @@
 """What a run directory holds for serving: its exported artifacts, their metadata and sizes.
 
 The artifacts and their metadata are the export contract (export/): `saved_model/`,
-`saved_model_bf16/`, `saved_model_fp16/`, `model.onnx`, `model.fp16.onnx`, each carrying one JSON
+`saved_model_bf16/`, `saved_model_fp16/`, `model.onnx`, `model.fp16.onnx`, `openvino/`,
+`openvino_fp16/`, each carrying one JSON
 document (task, max_len, vocab_size, input_names, num_classes, parameters, ...).
 
     run = RunInfo.read("runs/listops-performer")
@@ -12,10 +13,10 @@ import dataclasses
 import pathlib
 
 from export import metadata as export_metadata
+from export.contract import ALL_ARTIFACTS
 from export.errors import ExportError
 
-ARTIFACT_NAMES = ("saved_model", "model.onnx", "saved_model_bf16", "saved_model_fp16",
-                  "model.fp16.onnx")
+ARTIFACT_NAMES = ALL_ARTIFACTS
 
 
 def read_metadata(path):

@@ -283,7 +283,12 @@ class ModelProcess:
         return True
 
     def _ended(self, when):
-        """The ModelError for a process that stopped talking: its exit code and last log line."""
+        """The ModelError for a process that stopped talking: the failure it reported with the
+        sentinel on stdout before we read it (a submission failing while it loads), else its exit
+        code and last log line."""
+        unread = self.rest(time.perf_counter() + 5)
+        if SENTINEL in unread:
+            return failure(unread.split(SENTINEL, 1)[1])
         if not self._wait(5):
             return ModelError("exited", f"closed its output {when} but kept running")
         code = self.exit["returncode"]

@@ -15,6 +15,7 @@ import pathlib
 
 import numpy as np
 
+from export.contract import ONNX_ARTIFACTS, OPENVINO_ARTIFACTS, SAVED_MODEL_ARTIFACTS
 from serving.registry import Registry
 
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -113,7 +114,7 @@ class TensorFlowRuntime(Runtime):
     """A TensorFlow SavedModel's `serving_default` signature (FP32, or the bf16 / fp16 exports,
     which compute in reduced precision inside and keep int32 in, float32 out)."""
 
-    artifacts = {"fp32": "saved_model", "bf16": "saved_model_bf16", "fp16": "saved_model_fp16"}
+    artifacts = SAVED_MODEL_ARTIFACTS
     exporter = "export/to_savedmodel.py"
 
     def _load(self):
@@ -139,7 +140,7 @@ class TensorFlowRuntime(Runtime):
 class OnnxRuntime(Runtime):
     """An ONNX model in ONNX Runtime on the device's execution provider."""
 
-    artifacts = {"fp32": "model.onnx", "fp16": "model.fp16.onnx"}
+    artifacts = ONNX_ARTIFACTS
     exporter = "export/to_onnx.py"
     provider_of_device = {"cpu": "CPUExecutionProvider", "gpu": "CUDAExecutionProvider"}
     devices = tuple(provider_of_device)
@@ -163,6 +164,31 @@ class OnnxRuntime(Runtime):
     def predict(self, inputs):
         feed = dict(zip(self.inputs, inputs))
         return np.asarray(self.session.run([self.output], feed)[0], dtype=np.float32)
+
+
+@register("openvino")
+class OpenVinoRuntime(Runtime):
+    """An OpenVINO IR on OpenVINO's CPU plugin, computing in the precision asked for
+    (INFERENCE_PRECISION_HINT, read back after compiling: export/openvino_model.py). fp32 reads
+    openvino/, fp16 the float16-weight IR openvino_fp16/ and computes in float16 where the CPU
+    can (AVX512-FP16 or AMX-FP16); elsewhere fp16 is unsupported, never run in another precision."""
+
+    artifacts = OPENVINO_ARTIFACTS
+    devices = ("cpu",)
+    exporter = "export/to_openvino.py"
+
+    def _load(self):
+        from export import openvino_model
+
+        try:
+            self.compiled = openvino_model.compile_ir(self.path, self.precision)
+        except openvino_model.PrecisionUnavailable as error:
+            raise Unsupported(str(error)) from None
+        self.inputs = self.input_names(set(self.compiled.input_names))
+        self.providers = [self.compiled.describe()]
+
+    def predict(self, inputs):
+        return self.compiled.predict(inputs, self.inputs)
 
 
 @register("tensorrt")

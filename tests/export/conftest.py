@@ -70,6 +70,28 @@ def token_batch(config, batch=5, seed=1):
     return arrays
 
 
+def keras_logits(model, arrays):
+    """The Keras model's logits for a list of input arrays (one, or two towers)."""
+    return np.asarray(model(arrays[0] if len(arrays) == 1 else arrays, training=False))
+
+
+def case_id(case):
+    """'linear-one' / 'linear-two' for a (mechanism, two_tower) case."""
+    return f"{case[0]}-{'two' if case[1] else 'one'}"
+
+
+def export_case(case, directory, export):
+    """(run directory, Keras model, {artifact name: parity report}) of a tiny untrained run of
+    `case` (mechanism, two_tower) in `directory`, exported by `export(run_dir, count=...)`."""
+    import keras
+
+    mechanism, two_tower = case
+    keras.utils.set_random_seed(0)
+    run_dir, model = write_run_dir(directory, mechanism, two_tower)
+    reports = export(run_dir, count=PARITY_EXAMPLES)
+    return run_dir, model, {path.name: report for path, report in reports.items()}
+
+
 @pytest.fixture(scope="session")
 def exported_linear(tmp_path_factory):
     """(run directory, Keras model) of a linear-attention run with saved_model/, model.onnx and

@@ -9,9 +9,8 @@ import re
 import subprocess
 import sys
 
-import pytest
-
 import keras
+import pytest
 
 from export import context, to_onnx, to_savedmodel
 from export.errors import ExportUsageError, ParityError

@@ -13,26 +13,24 @@ import onnxruntime
 import pytest
 import tensorflow as tf
 
-import keras
-
 from export.metadata import read_metadata
 from export.to_onnx import export_onnx
-from tests.export.conftest import LENGTH, MECHANISMS, PARITY_EXAMPLES, token_batch, write_run_dir
+from tests.export.conftest import (
+    LENGTH,
+    MECHANISMS,
+    PARITY_EXAMPLES,
+    case_id,
+    export_case,
+    keras_logits,
+    token_batch,
+)
 
 CASES = [(m, False) for m in MECHANISMS] + [(m, True) for m in MECHANISMS]
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{'two' if c[1] else 'one'}")
+@pytest.fixture(scope="module", params=CASES, ids=case_id)
 def exported(request, tmp_path_factory):
-    mechanism, two_tower = request.param
-    keras.utils.set_random_seed(0)
-    run_dir, model = write_run_dir(tmp_path_factory.mktemp(mechanism), mechanism, two_tower)
-    reports = export_onnx(run_dir, count=PARITY_EXAMPLES)
-    return run_dir, model, {path.name: report for path, report in reports.items()}
-
-
-def keras_logits(model, arrays):
-    return np.asarray(model(arrays[0] if len(arrays) == 1 else arrays, training=False))
+    return export_case(request.param, tmp_path_factory.mktemp(request.param[0]), export_onnx)
 
 
 def feeds(model, arrays):

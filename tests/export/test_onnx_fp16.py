@@ -7,8 +7,14 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.transformers import float16
 
-from export.onnx_fp16 import (beyond_fp16_nodes, convert_to_fp16, drop_duplicate_nodes,
-                              fold_cast_round_trips, integer_derived_nodes, sort_topologically)
+from export.onnx_fp16 import (
+    beyond_fp16_nodes,
+    convert_to_fp16,
+    drop_duplicate_nodes,
+    fold_cast_round_trips,
+    integer_derived_nodes,
+    sort_topologically,
+)
 
 LENGTH = 3000  # positions above 2048 are not integers in float16
 

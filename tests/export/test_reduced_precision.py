@@ -3,11 +3,10 @@ float32 logits out, checked against the FP32 Keras model (with accuracy, on labe
 
 import json
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
-import keras
 
 from export.metadata import read_metadata
 from export.to_savedmodel import export_savedmodel

@@ -1,7 +1,8 @@
 """Serving fixtures: a tiny exported run directory, made here until export/ writes real ones.
 
 `tiny_run` holds what the export contract promises for FP32: saved_model/ (Keras 3
-`model.export`, int32 input `tokens` [None, 32]), model.onnx (tf2onnx), each with its arena_tf
+`model.export`, int32 input `tokens` [None, 32]), model.onnx (tf2onnx), openvino/ (OpenVINO's
+conversion of the SavedModel), each with its arena_tf
 metadata, and a config.yaml whose task (ListOps) reads a 20-instance generated test split.
 `listops_300` is a ListOps data directory whose test split has 300 rows (three batches of 128).
 """
@@ -42,8 +43,21 @@ def export_tiny_model(run, data_dir):
     proto, _ = tf2onnx.convert.from_function(logits, input_signature=[spec], opset=17)
     onnx.helper.set_model_props(proto, {"arena_tf": json.dumps(metadata)})
     onnx.save(proto, str(run / "model.onnx"))
+    export_openvino_ir(run, metadata)
     task = {"name": "listops", "data_dir": str(data_dir), "max_len": MAX_LEN, "params": {}}
     (run / "config.yaml").write_text(yaml.safe_dump({"task": task}))
+
+
+def export_openvino_ir(run, metadata):
+    """openvino/ (model.xml, model.bin, arena_tf.json) converted from run/saved_model."""
+    import openvino
+
+    from export.metadata import OPENVINO_MODEL, write_openvino_metadata
+
+    (run / "openvino").mkdir()
+    openvino.save_model(openvino.convert_model(str(run / "saved_model")),
+                        str(run / "openvino" / OPENVINO_MODEL), compress_to_fp16=False)
+    write_openvino_metadata(run / "openvino", metadata)
 
 
 @pytest.fixture(scope="session")

@@ -110,6 +110,18 @@ def test_rows_report_pentathlons_metrics_and_latencies_in_and_out_of_the_model(e
     assert "latency" not in by[("tf", "offline")]  # Pentathlon has no per-batch latency offline
 
 
+def test_openvino_and_onnxruntime_rows_agree_on_the_same_instances(tiny_run, tmp_path):
+    status, rows = run_bench(tiny_run, "--runtime", "onnxruntime,openvino", "--scenario",
+                             "fixed_batch", "--out", tmp_path, *SMALL)
+    assert status == 0 and [(r["runtime"], r["status"]) for r in rows] == [
+        ("onnxruntime", "ok"), ("openvino", "ok")]
+    onnxruntime, openvino = rows
+    assert openvino["accuracy"] == onnxruntime["accuracy"]
+    assert (openvino["count"], openvino["batches"]) == (onnxruntime["count"],
+                                                         onnxruntime["batches"]) == (20, 3)
+    assert openvino["runtime_used"] == "openvino" and openvino["providers"] == ["CPU (f32)"]
+
+
 def test_memory_is_the_model_process_own(every_scenario):
     _, rows, _ = every_scenario
     peak = {r["runtime"]: r["peak_rss_bytes"] for r in rows}

@@ -171,6 +171,19 @@ def test_an_unsupported_provider_is_an_unsupported_failure_not_a_cpu_run(tiny_ru
     assert process.events()[-1]["event"] == "exit"
 
 
+def test_a_failure_at_load_is_read_even_when_the_submission_exited_before_the_request(
+        tiny_run, tmp_path):
+    """The request meets a closed pipe; the sentinel and traceback already on stdout still say
+    why (here: an OpenVINO precision or a provider this machine lacks), not just the exit code."""
+    command = [sys.executable, "-m", "serving.submission", str(tiny_run), "--runtime",
+               "onnxruntime", "--precision", "bf16"]
+    process = ModelProcess(command, child_env("cpu"), tmp_path / "s.log").start()
+    process.process.wait(timeout=120)
+    with pytest.raises(ModelError, match="Unsupported: onnxruntime has no bf16 artifact") as error:
+        process.request(line_of(ROWS), 3, timeout=120)
+    assert error.value.kind == "unsupported"
+
+
 def test_worker_refuses_offline_files_outside_its_offline_dir_and_goes_on(tiny_run, offline_dir):
     """The bench's worker, serving.submission --offline --offline-dir (docs/bad_input.md's
     fault): a config line naming a path outside it gets the sentinel and OutsideDirectory, nothing

@@ -13,9 +13,10 @@ from .conftest import MAX_LEN
 
 
 def test_registry_maps_names_to_runtimes():
-    assert runtimes.available() == ["onnxruntime", "tensorrt", "tf"]
+    assert runtimes.available() == ["onnxruntime", "openvino", "tensorrt", "tf"]
     assert runtimes.get("tf").artifacts["bf16"] == "saved_model_bf16"
-    with pytest.raises(ValueError, match="expected one of onnxruntime, tensorrt, tf"):
+    assert runtimes.get("openvino").artifacts == {"fp32": "openvino", "fp16": "openvino_fp16"}
+    with pytest.raises(ValueError, match="expected one of onnxruntime, openvino, tensorrt, tf"):
         runtimes.get("tvm")
 
 
@@ -24,6 +25,8 @@ def test_registry_maps_names_to_runtimes():
     ("onnxruntime", "fp16", "cpu", "model.fp16.onnx is missing; export it .*to_onnx.py"),
     ("onnxruntime", "bf16", "cpu", "no bf16 artifact in the export contract"),
     ("tensorrt", "fp32", "cpu", "tensorrt runs on gpu, not cpu"),
+    ("openvino", "fp16", "cpu", "openvino_fp16 is missing; export it .*to_openvino.py"),
+    ("openvino", "fp32", "gpu", "openvino runs on cpu, not gpu"),
 ])
 def test_combinations_that_cannot_run_say_why(tiny_run, runtime, precision, device, message):
     with pytest.raises(Unsupported, match=message):
@@ -46,20 +49,32 @@ def test_an_onnxruntime_fallback_to_the_cpu_is_unsupported_not_run(tiny_run, mon
         runtime.load()
 
 
-def test_tensorflow_and_onnxruntime_predict_the_same_logits(tiny_run):
+def test_tensorflow_onnxruntime_and_openvino_predict_the_same_logits(tiny_run):
     tokens = np.random.default_rng(0).integers(1, 16, (3, MAX_LEN)).astype(np.int32)
     logits = []
-    for name, artifact in (("tf", "saved_model"), ("onnxruntime", "model.onnx")):
+    for name, artifact in (("tf", "saved_model"), ("onnxruntime", "model.onnx"),
+                           ("openvino", "openvino")):
         path = tiny_run / artifact
         runtime = runtimes.get(name)(path, metadata=artifacts.read_metadata(path)).load()
         logits.append(runtime.predict((tokens,)))
         assert logits[-1].dtype == np.float32 and logits[-1].shape == (3, 10)
         assert runtime.describe()["providers"]
     np.testing.assert_allclose(logits[0], logits[1], atol=1e-4)
+    np.testing.assert_allclose(logits[0], logits[2], atol=1e-4)
 
 
-def test_metadata_is_read_from_both_artifact_kinds(tiny_run):
-    for name in ("saved_model", "model.onnx"):
+def test_openvino_runs_fp16_in_fp16_or_says_it_cannot(tiny_run):
+    runtime = runtimes.get("openvino")(tiny_run / "openvino", "fp16")
+    try:
+        runtime.load()
+    except Unsupported as error:  # on a CPU without float16 arithmetic (AVX512-FP16, AMX-FP16)
+        assert "computes f16 as" in str(error)
+    else:
+        assert runtime.describe()["providers"] == ["CPU (f16)"]
+
+
+def test_metadata_is_read_from_every_artifact_kind(tiny_run):
+    for name in ("saved_model", "model.onnx", "openvino"):
         metadata = artifacts.read_metadata(tiny_run / name)
         assert metadata["max_len"] == MAX_LEN and metadata["input_names"] == ["tokens"]
     assert artifacts.read_metadata(tiny_run / "config.yaml") == {}

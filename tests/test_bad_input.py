@@ -93,6 +93,10 @@ CASES = {
     "export-bad-opset": Case(
         "`--opset 99`", lambda tmp: ["export.to_onnx", str(tmp / "nope"), "--opset", "99"],
         "opset 99 is not supported; expected 13 to 18"),
+    "export-openvino-precision": Case(
+        "`export/to_openvino.py --precision bf16` (OpenVINO IRs are FP32 and FP16)",
+        lambda tmp: ["export.to_openvino", str(tmp / "nope"), "--precision", "bf16"],
+        "invalid choice: 'bf16'"),
     "train-set-invalid-yaml": Case(
         "`--set 'train.batch_size=[1,'` (YAML that does not parse)",
         lambda tmp: train(tmp, "--set", "train.batch_size=[1,"),

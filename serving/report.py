@@ -29,6 +29,8 @@ TABLE = (
     ("throughput (inst/s)", "throughput", "{:.1f}"),
     ("latency p50 / p99 (ms)", ("request_latency_p50_ms", "request_latency_p99_ms"),
      "{:.2f} / {:.2f}"),
+    ("early-stopping p90 / p99 (ms)", ("request_latency_p90_early_ms",
+                                        "request_latency_p99_early_ms"), "{:.2f} / {:.2f}"),
     ("in-model p50 (ms)", "model_latency_p50_ms", "{:.2f}"),
     ("mean latency / bare loop (end to end, in-model)",
      ("end_to_end_over_bare_loop", "in_model_over_bare_loop"), "{:.3f}, {:.3f}"),
@@ -48,6 +50,8 @@ RATIOS = (
     ("TensorFlow FP16 / FP32", ("tf", "fp16"), ("tf", "fp32")),
     ("TensorFlow BF16 / FP32", ("tf", "bf16"), ("tf", "fp32")),
     ("ONNX Runtime FP16 / FP32", ("onnxruntime", "fp16"), ("onnxruntime", "fp32")),
+    ("OpenVINO / ONNX Runtime (FP32)", ("openvino", "fp32"), ("onnxruntime", "fp32")),
+    ("OpenVINO / TensorFlow (FP32)", ("openvino", "fp32"), ("tf", "fp32")),
 )
 
 

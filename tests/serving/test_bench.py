@@ -124,8 +124,11 @@ def test_openvino_and_onnxruntime_rows_agree_on_the_same_instances(tiny_run, tmp
 
 def test_memory_is_the_model_process_own(every_scenario):
     _, rows, _ = every_scenario
-    peak = {r["runtime"]: r["peak_rss_bytes"] for r in rows}
-    assert 10e6 < peak["onnxruntime"] < peak["tf"]
+    peak = {(r["runtime"], r["scenario"]): r["peak_rss_bytes"] for r in rows}
+    assert 10e6 < peak[("onnxruntime", "server")] < peak[("tf", "server")]
+    # The offline process reports its own peak as it exits: not the bench's size before its exec
+    # (the rusage maximum), which holds TensorFlow.
+    assert 10e6 < peak[("onnxruntime", "offline")] < peak[("tf", "offline")] / 2
 
 
 def test_accuracy_is_that_of_the_model_on_the_test_split(every_scenario, tiny_run):

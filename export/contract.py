@@ -37,6 +37,16 @@ ALL_ARTIFACTS = (*SAVED_MODEL_ARTIFACTS.values(), *ONNX_ARTIFACTS.values(),
                  *OPENVINO_ARTIFACTS.values())
 
 
+def check_artifact_precision(precision, artifacts, kind):
+    """`precision` when `artifacts` ({precision: name}, a `kind` exporter's) has it; a one-line
+    ExportUsageError naming the choices otherwise."""
+    if precision not in artifacts:
+        raise ExportUsageError(f"unknown {kind} precision {precision!r}",
+                               f"one of {', '.join(artifacts)}",
+                               "BF16 is exported as a SavedModel only (export/to_savedmodel.py)")
+    return precision
+
+
 class TokenError(ExportUsageError, ValueError):
     """Token ids a model cannot take (out of the vocabulary, wrong shape, length or type)."""
 

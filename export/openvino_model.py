@@ -1,9 +1,9 @@
 """An OpenVINO IR (export/to_openvino.py) compiled on the CPU at an inference precision, and proof
 that it runs at that precision. Imports no TensorFlow: the serving runtime uses it too.
 
-OpenVINO's CPU plugin picks its own inference precision: where the CPU has BF16 instructions it
-computes in bfloat16 unless told otherwise, and a request it cannot serve (f16 without AVX512-FP16
-or AMX-FP16) silently becomes another. So every compile names its precision
+OpenVINO's CPU plugin picks its own inference precision, and a request it cannot serve silently
+becomes another: on this project's CPU (AVX-512 with BF16, no AVX512-FP16 or AMX; OpenVINO
+2026.4), when this was written, the default was bfloat16 and an f16 request became bf16. So every compile names its precision
 (INFERENCE_PRECISION_HINT) and reads back what the compiled model will use; a difference is
 `PrecisionUnavailable`, never a run at another precision.
 
@@ -65,7 +65,8 @@ def compile_ir(directory, precision="fp32", device="CPU"):
     except RuntimeError as error:
         if "snippets" not in str(error):
             raise
-        compiled, fused = core.compile_model(model, device, {**config, "SNIPPETS_MODE": "DISABLE"}), False
+        compiled = core.compile_model(model, device, {**config, "SNIPPETS_MODE": "DISABLE"})
+        fused = False
     used = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
     if used != wanted:
         capabilities = ", ".join(core.get_property(device, "OPTIMIZATION_CAPABILITIES"))

@@ -35,7 +35,7 @@ from tf2onnx import tf_loader  # noqa: E402
 
 from export import cli  # noqa: E402
 from export.context import prepare  # noqa: E402
-from export.contract import ONNX_ARTIFACTS  # noqa: E402
+from export.contract import ONNX_ARTIFACTS, check_artifact_precision  # noqa: E402
 from export.errors import ExportError, ExportUsageError, one_line  # noqa: E402
 from export.metadata import build_metadata, set_onnx_metadata  # noqa: E402
 from export.onnx_fp16 import convert_to_fp16  # noqa: E402
@@ -198,11 +198,7 @@ def check_opset(opset):
 
 
 def check_onnx_precision(precision):
-    if precision not in ARTIFACTS:
-        raise ExportUsageError(f"unknown ONNX precision {precision!r}",
-                               f"one of {', '.join(ARTIFACTS)}",
-                               "BF16 is exported as a SavedModel only (export/to_savedmodel.py)")
-    return precision
+    return check_artifact_precision(precision, ARTIFACTS, "ONNX")
 
 
 def export_onnx_models(context, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET):

@@ -29,7 +29,9 @@ if __name__ == "__main__":  # `python export/to_openvino.py`: import the package
 
 from export import cli  # noqa: E402
 from export.context import prepare  # noqa: E402
-from export.contract import OPENVINO_ARTIFACTS, input_names  # noqa: E402
+from export.contract import (  # noqa: E402
+    OPENVINO_ARTIFACTS, check_artifact_precision, input_names,
+)
 from export.errors import ExportError, ExportUsageError, one_line  # noqa: E402
 from export.metadata import OPENVINO_MODEL, build_metadata, write_openvino_metadata  # noqa: E402
 from export.openvino_model import compile_ir  # noqa: E402
@@ -98,11 +100,7 @@ def export_openvino_model(context, precision, conversion, saved_model_logits):
 
 
 def check_openvino_precision(precision):
-    if precision not in ARTIFACTS:
-        raise ExportUsageError(f"unknown OpenVINO precision {precision!r}",
-                               f"one of {', '.join(ARTIFACTS)}",
-                               "BF16 is exported as a SavedModel only (export/to_savedmodel.py)")
-    return precision
+    return check_artifact_precision(precision, ARTIFACTS, "OpenVINO")
 
 
 def export_openvino_models(context, precisions=tuple(ARTIFACTS)):

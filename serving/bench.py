@@ -441,7 +441,7 @@ def measure(target, name, pool, options, settings, process, log_dir):
     cycled = (f"cycled through the {len(pool)}-row split ({schedule.count} instances)"
               if schedule.cycled else "")
     return {"count": schedule.count, "batches": len(schedule.batches) if scenario.online else 1,
-            "cycled": cycled, **fields}  # a repeating scenario's own count and batches win
+            "cycled": cycled, **fields}  # the runner's count and batches win where it gives them
 
 
 def is_online(name):
@@ -474,7 +474,8 @@ def peak_rss(process, events):
     return said or (process.exit or {}).get("peak_rss_bytes")
 
 
-NOTE_FIELDS = ("cycled", "repeated", "server_note", "loadgen_invalid_reason")  # joined into the row's note
+# Joined into the row's note.
+NOTE_FIELDS = ("cycled", "repeated", "server_note", "loadgen_invalid_reason")
 
 
 def execute(target, name, pool, options, settings, process, log_dir):

@@ -48,7 +48,8 @@ def min_queries(percentile, confidence=CONFIDENCE):
     low, high = n // 2, n  # the count of queries that can be set aside grows with n
     while high - low > 1:
         middle = (low + high) // 2
-        low, high = (middle, high) if discarded(middle, percentile, confidence) < 1 else (low, middle)
+        enough = discarded(middle, percentile, confidence) >= 1
+        low, high = (low, middle) if enough else (middle, high)
     return high
 
 
@@ -70,10 +71,7 @@ def server_passes(latencies, bound, percentile=0.99, confidence=CONFIDENCE):
 
 def estimate_fields(latencies_seconds, prefix):
     """{prefix_p90_early_ms, prefix_p99_early_ms}: the estimates in milliseconds (None: too few)."""
-    fields = {}
-    for percentile in PERCENTILES:
-        value = (percentile_estimate(latencies_seconds, percentile)
-                 if latencies_seconds is not None and len(latencies_seconds) else None)
-        fields[f"{prefix}_p{round(percentile * 100)}_early_ms"] = (
-            None if value is None else value * 1e3)
-    return fields
+    latencies = [] if latencies_seconds is None else latencies_seconds
+    estimates = {p: percentile_estimate(latencies, p) for p in PERCENTILES}
+    return {f"{prefix}_p{round(p * 100)}_early_ms": None if value is None else value * 1e3
+            for p, value in estimates.items()}

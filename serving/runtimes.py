@@ -170,8 +170,8 @@ class OnnxRuntime(Runtime):
 class OpenVinoRuntime(Runtime):
     """An OpenVINO IR on OpenVINO's CPU plugin, computing in the precision asked for
     (INFERENCE_PRECISION_HINT, read back after compiling: export/openvino_model.py). fp32 reads
-    openvino/, fp16 the float16-weight IR openvino_fp16/ and computes in float16 where the CPU
-    can (AVX512-FP16 or AMX-FP16); elsewhere fp16 is unsupported, never run in another precision."""
+    openvino/, fp16 the float16-weight IR openvino_fp16/ and computes in float16 where OpenVINO
+    does so on this CPU; elsewhere fp16 is unsupported, never run in another precision."""
 
     artifacts = OPENVINO_ARTIFACTS
     devices = ("cpu",)

@@ -67,7 +67,7 @@ def test_openvino_runs_fp16_in_fp16_or_says_it_cannot(tiny_run):
     runtime = runtimes.get("openvino")(tiny_run / "openvino", "fp16")
     try:
         runtime.load()
-    except Unsupported as error:  # on a CPU without float16 arithmetic (AVX512-FP16, AMX-FP16)
+    except Unsupported as error:  # where OpenVINO would compute it in another precision
         assert "computes f16 as" in str(error)
     else:
         assert runtime.describe()["providers"] == ["CPU (f16)"]

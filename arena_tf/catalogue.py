@@ -24,7 +24,7 @@ def mechanism_params(cls):
 
 
 def table():
-    rows = ["| mechanism | paper | complexity per head | parameters (defaults) |", "|---|---|---|---|"]
+    rows = ["| mechanism | paper | cost | parameters (defaults) |", "|---|---|---|---|"]
     for name in layers.available():
         cls = layers.lookup(name)
         rows.append(f"| `{name}` | {cls.paper} | {cls.complexity} | {mechanism_params(cls)} |")

@@ -1,4 +1,4 @@
-"""Attention mechanisms of Long Range Arena, one file each, behind one registry.
+"""Attention mechanisms of Long Range Arena and state-space mixers, one file each, behind one registry.
 
     import arena_tf.layers as layers
     layers.available()                         # ['bigbird', 'full', ...]
@@ -23,6 +23,9 @@ MECHANISMS = (
     "bigbird",
     "sinkhorn",
     "reformer",
+    "s4d",
+    "s5",
+    "mega",
 )
 
 for _module in MECHANISMS:  # importing a module registers what it defines

@@ -27,6 +27,9 @@ SMALL_PARAMS = {
     "bigbird": {"block_size": 4, "num_random_blocks": 1},
     "sinkhorn": {"block_size": 8},
     "reformer": {"n_hashes": 2, "n_buckets": 4, "chunk_size": 6},
+    "s4d": {"state_size": 8},
+    "s5": {"state_size": 8},
+    "mega": {"ema_dim": 4, "chunk_size": 8},
 }
 
 MECHANISMS = layers.available()

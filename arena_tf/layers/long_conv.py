@@ -1,0 +1,77 @@
+"""Long convolutions along the sequence: the shared core of the state-space mixers.
+
+A state-space mixer with a time-invariant recurrence materialises its kernel k [channels, L] (the
+impulse response of the recurrence) and applies it to u [batch, L, channels]:
+
+    causal:      y[b, t, c] = sum_{s <= t} k[c, t - s] u[b, s, c]
+    anticausal:  y[b, t, c] = sum_{s >= t} k[c, s - t] u[b, s, c]    (the causal one, reversed)
+
+Two forms, equal to float32 rounding (tests/layers/test_long_conv.py):
+
+- FFT: u and k zero-padded to 2L, rfft, product, irfft; O(L log L) time and O(L) memory per
+  channel. Training and Keras inference use it.
+- Depthwise convolution whose window is the whole kernel: O(L^2) time, O(L) memory. Exports use
+  it: ONNX has no real FFT that tf2onnx and ONNX Runtime both take (RFFT converts to a node ONNX
+  Runtime does not register at opset 17 or 18; IRFFT, Real, Imag and Complex do not convert at
+  all). `export_form()` selects it while a graph is traced for export.
+
+The mixers call them in float32 (float64 for a float64 layer), also under mixed precision.
+"""
+
+import contextlib
+import contextvars
+
+from keras import ops
+
+from arena_tf.layers import ops as aops
+
+_DIRECT = contextvars.ContextVar("arena_tf_direct_convolution", default=False)
+
+
+@contextlib.contextmanager
+def export_form():
+    """Within this block, long convolutions are traced as depthwise convolutions (no FFT)."""
+    token = _DIRECT.set(True)
+    try:
+        yield
+    finally:
+        _DIRECT.reset(token)
+
+
+def exporting():
+    """Whether a graph is being traced for export (inside `export_form()`)."""
+    return _DIRECT.get()
+
+
+def causal_conv(u, kernel):
+    """u [batch, L, channels], kernel [channels, L] -> [batch, L, channels] in u's dtype."""
+    kernel = ops.cast(kernel, u.dtype)
+    return direct_conv(u, kernel) if _DIRECT.get() else fft_conv(u, kernel)
+
+
+def anticausal_conv(u, kernel):
+    """y[t] = sum_{s >= t} k[s - t] u[s]: the causal convolution of the time-reversed input."""
+    return ops.flip(causal_conv(ops.flip(u, axis=1), kernel), axis=1)
+
+
+def fft_conv(u, kernel):
+    """The causal convolution through real FFTs of length 2L (no circular wrap-around)."""
+    length = ops.shape(u)[1]
+    size = 2 * length
+    u_real, u_imag = ops.rfft(ops.transpose(u, (0, 2, 1)), size)  # [batch, channels, L + 1]
+    k_real, k_imag = ops.rfft(kernel, size)
+    product = (u_real * k_real - u_imag * k_imag, u_real * k_imag + u_imag * k_real)
+    y = aops.slice_axis(ops.irfft(product, size), 2, 0, length)
+    return ops.transpose(y, (0, 2, 1))
+
+
+def direct_conv(u, kernel):
+    """The causal convolution as one depthwise convolution with an L-wide window.
+
+    Keras convolutions correlate, so the kernel is flipped; L - 1 zeros before the input make the
+    window at position t cover positions t - L + 1 .. t.
+    """
+    length = ops.shape(u)[1]
+    window = ops.flip(ops.transpose(kernel), axis=0)[:, :, None]  # [L, channels, 1]
+    padded = ops.pad(u, [[0, 0], [length - 1, 0], [0, 0]])
+    return ops.depthwise_conv(padded, window, strides=1, padding="valid")

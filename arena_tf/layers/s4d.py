@@ -1,0 +1,141 @@
+"""S4D: the diagonal structured state space (Gu et al., 2022, "On the Parameterization and
+Initialization of Diagonal State Space Models").
+
+Each channel c runs a linear recurrence over N/2 complex modes with diagonal A (B folded into C):
+
+    x_t = exp(dt A) x_{t-1} + (exp(dt A) - 1) / A * u_t          (zero-order hold)
+    y_t = 2 Re(C x_t) + D u_t
+
+Being time-invariant, the recurrence is a convolution of u with the kernel
+K[l] = 2 Re(sum_n C_n (exp(dt A_n) - 1) / A_n * exp(dt A_n l)), materialised for the sequence's
+length in real arithmetic (ONNX has no complex type) and applied by FFT (`long_conv`). By default
+the mixer is bidirectional, as S4's classifiers are: a second C gives a kernel run over the
+reversed sequence, and the two outputs add; `causal=True` keeps only the forward one, so no output
+depends on a later input. A and dt are shared by the two directions, as in S4.
+
+Initialisation as in the paper: S4D-Lin (A_n = -1/2 + i pi n) or S4D-Inv
+(A_n = -1/2 + i (N / pi) (N / (2n + 1) - 1)); C complex normal of variance 1; dt log-uniform in
+[dt_min, dt_max]; D standard normal.
+
+Time O(L log L) per channel for the convolution plus O(L N) for the kernel; memory O(L N).
+
+    layer = arena_tf.layers.get("s4d", num_heads=4, head_dim=32, state_size=64)
+    y = layer(x, mask=mask)          # x [batch, length, width], mask bool [batch, length]
+"""
+
+import math
+
+import numpy as np
+from keras import initializers, ops
+
+from arena_tf.layers import checks, long_conv
+from arena_tf.layers.mixer import Mixer, constant_initializer
+from arena_tf.layers.registry import register
+
+
+def lin_imaginary(modes, state_size):
+    """S4D-Lin: Im(A_n) = pi n."""
+    return math.pi * np.arange(modes)
+
+
+def inv_imaginary(modes, state_size):
+    """S4D-Inv: Im(A_n) = (N / pi) (N / (2n + 1) - 1)."""
+    return state_size / math.pi * (state_size / (2 * np.arange(modes) + 1) - 1)
+
+
+INITS = {"lin": lin_imaginary, "inv": inv_imaginary}
+
+
+def zoh_input_gain(a_real, a_imag, dt):
+    """(exp(dt A) - 1) / A for A = a_real + i a_imag, as (real, imag) in real arithmetic."""
+    decay = ops.exp(a_real * dt)
+    e_real, e_imag = decay * ops.cos(a_imag * dt) - 1, decay * ops.sin(a_imag * dt)
+    norm = a_real**2 + a_imag**2
+    return (e_real * a_real + e_imag * a_imag) / norm, (e_imag * a_real - e_real * a_imag) / norm
+
+
+def powers(a_real, a_imag, dt, length, dtype):
+    """exp(dt A l) for l = 0 .. length - 1, as (real, imag) [..., modes, length]."""
+    steps = ops.arange(length, dtype=dtype)
+    decay = ops.exp((a_real * dt)[..., None] * steps)
+    angle = (a_imag * dt)[..., None] * steps
+    return decay * ops.cos(angle), decay * ops.sin(angle)
+
+
+def diagonal_kernel(c_real, c_imag, a_real, a_imag, dt, length, dtype):
+    """K[d, h, l] = 2 Re(sum_n C[d, h, n] (exp(dt A) - 1) / A exp(dt A l)) for the S4D recurrence.
+
+    c_*: [directions, channels, modes]; a_*: [channels, modes]; dt: [channels, 1].
+    """
+    gain_real, gain_imag = zoh_input_gain(a_real, a_imag, dt)
+    weight_real = c_real * gain_real - c_imag * gain_imag  # [directions, channels, modes]
+    weight_imag = c_real * gain_imag + c_imag * gain_real
+    power_real, power_imag = powers(a_real, a_imag, dt, length, dtype)  # [channels, modes, L]
+    return 2 * (ops.einsum("dhn,hnl->dhl", weight_real, power_real)
+                - ops.einsum("dhn,hnl->dhl", weight_imag, power_imag))
+
+
+@register("s4d")
+class S4D(Mixer):
+    """Diagonal state space over num_heads * head_dim channels, as an FFT convolution.
+
+    Args:
+        state_size: N, the state size of S4D (N / 2 complex modes per channel; default 64).
+        init: "lin" (S4D-Lin) or "inv" (S4D-Inv) for the imaginary parts of A.
+        dt_min, dt_max: range of the log-uniform initial step sizes.
+        causal: one direction only (an output never depends on a later input); default False:
+            bidirectional, for classification.
+        **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+    """
+
+    paper = ("Gu et al. (2022), On the Parameterization and Initialization of Diagonal State "
+             "Space Models")
+    complexity = "O(L log L + L N) per channel"
+
+    def __init__(self, state_size=64, init="lin", dt_min=0.001, dt_max=0.1, causal=False,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.set_state_space(state_size, dt_min, dt_max, causal)
+        self.init = checks.one_of(type(self).__name__, "init", init, tuple(INITS))
+
+    def build_mechanism(self, input_shape):
+        modes, channels = self.state_size // 2, self.channels
+        imaginary = np.tile(INITS[self.init](modes, self.state_size), (channels, 1))
+        self.log_dt = self.add_weight(
+            name="log_dt", shape=(channels, 1), initializer=initializers.RandomUniform(
+                math.log(self.dt_min), math.log(self.dt_max), seed=self.seed))
+        self.log_a_real = self.add_weight(
+            name="log_a_real", shape=(channels, modes),
+            initializer=initializers.Constant(math.log(0.5)))
+        self.a_imag = self.add_weight(
+            name="a_imag", shape=(channels, modes),
+            initializer=constant_initializer(imaginary))
+        normal = initializers.RandomNormal(stddev=math.sqrt(0.5), seed=self.seed + 1)
+        shape = (self.directions, channels, modes)
+        self.c_real = self.add_weight(name="c_real", shape=shape, initializer=normal)
+        self.c_imag = self.add_weight(name="c_imag", shape=shape, initializer=(
+            initializers.RandomNormal(stddev=math.sqrt(0.5), seed=self.seed + 2)))
+        self.skip = self.add_weight(name="skip", shape=(channels,), initializer=(
+            initializers.RandomNormal(stddev=1.0, seed=self.seed + 3)))
+
+    def kernel(self, length):
+        """The materialised kernels [directions, channels, length] (forward first)."""
+        dtype = self.mix_dtype
+        weights = [ops.cast(w, dtype) for w in (self.c_real, self.c_imag, self.log_a_real,
+                                                self.a_imag, self.log_dt)]
+        c_real, c_imag, log_a_real, a_imag, log_dt = weights
+        return diagonal_kernel(c_real, c_imag, -ops.exp(log_a_real), a_imag, ops.exp(log_dt),
+                               length, dtype)
+
+    def mix(self, u, mask, training=False):
+        kernels = self.kernel(ops.shape(u)[1])
+        y = long_conv.causal_conv(u, kernels[0]) + u * ops.cast(self.skip, u.dtype)
+        if not self.causal:
+            y = y + long_conv.anticausal_conv(u, kernels[1])
+        return y
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(state_size=self.state_size, init=self.init, dt_min=self.dt_min,
+                      dt_max=self.dt_max, causal=self.causal)
+        return config

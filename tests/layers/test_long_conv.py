@@ -1,0 +1,51 @@
+"""The long convolution's two forms (FFT for training, depthwise for exports) equal numpy's."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from arena_tf.layers import long_conv
+
+
+def numpy_causal(u, kernel):
+    length = u.shape[1]
+    return np.stack([np.stack([np.convolve(u[b, :, c], kernel[c])[:length]
+                               for c in range(u.shape[2])], -1) for b in range(u.shape[0])])
+
+
+def example(length=19, channels=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(2, length, channels)), rng.normal(size=(channels, length))
+
+
+def both(u, kernel):
+    return long_conv.causal_conv(u, kernel), long_conv.anticausal_conv(u, kernel)
+
+
+@pytest.mark.parametrize("form", ["fft", "direct"])
+def test_causal_and_anticausal_equal_numpy(form):
+    u, kernel = example()
+    if form == "direct":
+        with long_conv.export_form():
+            causal, anticausal = both(u, kernel)
+    else:
+        causal, anticausal = both(u, kernel)
+    np.testing.assert_allclose(causal, numpy_causal(u, kernel), atol=1e-12)
+    np.testing.assert_allclose(anticausal, numpy_causal(u[:, ::-1], kernel)[:, ::-1], atol=1e-12)
+
+
+def test_export_form_is_only_inside_its_block():
+    with long_conv.export_form():
+        assert long_conv.exporting()
+    assert not long_conv.exporting()
+
+
+def test_fft_and_direct_gradients_agree():
+    u, kernel = (tf.Variable(a) for a in example(length=11))
+    grads = []
+    for conv in (long_conv.fft_conv, long_conv.direct_conv):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.sin(conv(u, kernel)))
+        grads.append(tape.gradient(loss, [u, kernel]))
+    for fft_grad, direct_grad in zip(*grads):
+        np.testing.assert_allclose(fft_grad, direct_grad, atol=1e-10)

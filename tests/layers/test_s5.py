@@ -1,0 +1,78 @@
+"""`s5`'s parallel scan equals a Python loop over time (float64, gradients too); the doubling scan
+of graphs with an unknown length and the exports' convolution form give the same states."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import arena_tf.layers as layers
+from arena_tf.layers import long_conv, s5
+from tests.layers.state_space_oracles import (
+    as_complex, assert_same_values_and_gradients, diagonal_recurrence, float64_inputs,
+    mixer_input, mixer_output,
+)
+
+
+def s5_step_by_step(layer, x, mask):
+    """x_t = Lambda_bar x_{t-1} + B_bar u_t, y_t = 2 Re(C x_t) + D u_t over one shared state."""
+    u = tf.cast(mixer_input(layer, x, mask), tf.complex128)
+    lam = as_complex(-tf.exp(layer.log_lambda_real), layer.lambda_imag)  # [modes]
+    dt = tf.cast(tf.exp(layer.log_dt), tf.complex128)
+    decay = tf.exp(dt * lam)
+    b_bar = ((decay - 1) / lam)[:, None] * as_complex(layer.b_real, layer.b_imag)
+    inputs = tf.einsum("blh,ph->blp", u, b_bar)
+    y = tf.math.real(u) * layer.skip
+    for direction in range(layer.directions):
+        c = as_complex(layer.c_real[direction], layer.c_imag[direction])
+        sequence = inputs if direction == 0 else inputs[:, ::-1]
+        states = diagonal_recurrence(sequence, decay, 1.0)
+        out = 2 * tf.math.real(tf.einsum("blp,hp->blh", states, c))
+        y = y + (out if direction == 0 else out[:, ::-1])
+    return mixer_output(layer, y)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_s5_equals_its_recurrence(causal):
+    layer = layers.get("s5", num_heads=2, head_dim=3, state_size=8, causal=causal, dt_min=0.01,
+                       dt_max=0.5, dtype="float64")
+    x, mask = float64_inputs()
+    assert_same_values_and_gradients(layer, s5_step_by_step, x, mask)
+
+
+def random_recurrence(length, seed=0):
+    rng = np.random.default_rng(seed)
+    rate = (-rng.uniform(0.01, 0.5, size=4), rng.normal(size=4))
+    inputs = (rng.normal(size=(2, length, 4)), rng.normal(size=(2, length, 4)))
+    return rate, inputs
+
+
+@pytest.mark.parametrize("length", [1, 2, 7, 16, 21])
+def test_doubling_scan_of_unknown_length_equals_the_associative_scan(length):
+    rate, inputs = random_recurrence(length)
+    want = s5.linear_recurrence_scan(rate, inputs)
+    spec = tf.TensorSpec([None, None, 4], tf.float64)
+    graph = tf.function(lambda a, b: s5.linear_recurrence_scan(rate, (a, b)),
+                        input_signature=[spec, spec])
+    got = graph(*inputs)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, atol=1e-12)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_convolution_form_equals_the_scan(reverse):
+    rate, inputs = random_recurrence(13)
+    with long_conv.export_form():
+        got = s5.linear_recurrence_conv(rate, inputs, reverse=reverse)
+    for g, w in zip(got, s5.linear_recurrence_scan(rate, inputs, reverse=reverse)):
+        np.testing.assert_allclose(g, w, atol=1e-12)
+
+
+def test_initial_eigenvalues_are_hippo_normal():
+    values, vectors = s5.hippo_normal_eigen(8)
+    n = np.arange(8)
+    roots = np.sqrt(np.outer(2 * n + 1, 2 * n + 1))
+    legs = -np.where(n[:, None] > n[None, :], roots, 0) - np.diag(n + 1)
+    normal = legs + 0.5 * roots
+    np.testing.assert_allclose(values.real, -0.5)
+    assert (values.imag > 0).all()
+    np.testing.assert_allclose(normal @ vectors, vectors * values, atol=1e-10)

@@ -9,7 +9,9 @@ signatures `serving_default` (int32 ids) and `serving_int64` (int64 ids): `token
 (`tokens_1`, `tokens_2` for two towers) -> float32 `logits` [batch, num_classes], length up to
 max_len where the model has a padding id (padded inside), exactly max_len otherwise; metadata in
 assets.extra/arena_tf.json and a parity report `<artifact>.parity.json` beside it. The export is
-built with Keras 3's ExportArchive and explicit input signatures.
+built with Keras 3's ExportArchive and explicit input signatures. The state-space mixers are traced
+in their export form (`arena_tf.layers.long_conv.export_form`: their FFT convolutions and scans as
+depthwise convolutions), which the parity checks compare with the Keras model's FFT form.
 
 Each precision is judged on its own (export/parity.py): FP32 is written when its logits match
 Keras, each reduced precision when it passes its margin-based check; a refused one is reported in
@@ -30,6 +32,7 @@ if __name__ == "__main__":  # `python export/to_savedmodel.py`: import the packa
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from arena_tf.layers import long_conv  # noqa: E402
 from export import cli  # noqa: E402
 from export.context import prepare  # noqa: E402
 from export.contract import SAVED_MODEL_ARTIFACTS  # noqa: E402
@@ -50,7 +53,12 @@ ARTIFACTS = SAVED_MODEL_ARTIFACTS
 
 def write_saved_model(model, config, directory):
     """A SavedModel of `model` with the serving signatures (int32 and int64 ids), written to
-    `directory`."""
+    `directory`. Traced in the layers' export form: long convolutions without FFT (ONNX has none)."""
+    with long_conv.export_form():
+        trace_saved_model(model, config, directory)
+
+
+def trace_saved_model(model, config, directory):
     archive = keras.export.ExportArchive()
     archive.track(model)
 

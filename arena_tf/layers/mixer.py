@@ -59,13 +59,17 @@ class Mixer(Attention):
         mask = self._checked_mask(inputs, mask)
         u = ops.cast(self.value_dense(inputs), self.mix_dtype)
         u = u * ops.cast(mask[..., None], self.mix_dtype)
-        y = ops.gelu(self.mix(u, mask, training=training), approximate=False)
-        y = ops.cast(y, self.compute_dtype)
+        y = ops.cast(exact_gelu(self.mix(u, mask, training=training)), self.compute_dtype)
         return self.output_dense(self.dropout(y, training=training))
 
     def mix(self, u, mask, training=False):
         """[batch, length, channels] (padding zeroed) -> [batch, length, channels]."""
         raise NotImplementedError(f"{type(self).__name__} must implement mix()")
+
+
+def exact_gelu(x):
+    """x Phi(x) written with erf: TF's own exact GELU uses Erfc, which tf2onnx does not convert."""
+    return 0.5 * x * (1 + ops.erf(x * 0.5**0.5))
 
 
 def constant_initializer(value):

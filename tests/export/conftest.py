@@ -28,8 +28,11 @@ SMALL_PARAMS = {
     "linformer": {"projected_length": 8},
     "local": {"block_size": 16},
     "longformer": {"window": 16, "global_positions": [0]},
+    "mega": {"ema_dim": 4, "chunk_size": 16},
     "performer": {"num_features": 16},
     "reformer": {"n_hashes": 2, "n_buckets": 4, "chunk_size": 16},
+    "s4d": {"state_size": 8},
+    "s5": {"state_size": 8},
     "sinkhorn": {"block_size": 16},
     "sparse": {"block_size": 16, "summary_size": 2},
 }

@@ -141,6 +141,39 @@ def _reformer(s, p):
     return HeadCost(hashing + 8 * h * length * c * s.head_dim, h * length * 2 * c, projections=2)
 
 
+def directions(p):
+    return 1 if p["causal"] else 2
+
+
+def _s4d(s, p):
+    # Materialising the kernel: two [directions, modes] x [modes, L] products per channel, shared
+    # by the batch; the FFT convolution and the skip are element-wise (not counted).
+    modes, d = p["state_size"] // 2, s.head_dim
+    kernel = 4 * directions(p) * modes * s.length * d / s.batch
+    return HeadCost(kernel, (2 * modes + directions(p)) * s.length * d / s.batch, projections=1)
+
+
+def _s5(s, p):
+    # Into the state (real and imaginary B) and out of it (real and imaginary C per direction),
+    # over all channels: a layer's cost spread over its heads; the scan is element-wise.
+    modes, d = p["state_size"] // 2, s.head_dim
+    return HeadCost(4 * s.length * d * modes * (1 + directions(p)),
+                    4 * s.length * modes / s.heads, projections=1)
+
+
+def _mega(s, p):
+    # One head for the whole layer (spread over `heads`): the gates' projection (width to
+    # 2 width + head_dim + inner), chunked attention with head_dim-wide queries and keys and
+    # inner-wide values, and the EMA kernel (shared by the batch).
+    width, z, chunk = s.width, s.head_dim, min(p["chunk_size"], s.length)
+    length = padded(s.length, chunk)
+    gates = 2 * s.length * width * (2 * width + z + width)
+    attention = 2 * length * chunk * (z + width)
+    ema = 2 * directions(p) * width * p["ema_dim"] * s.length / s.batch
+    elements = length * chunk + directions(p) * width * p["ema_dim"] * s.length / s.batch
+    return HeadCost((gates + attention + ema) / s.heads, elements / s.heads, projections=1)
+
+
 FORMULAS = {
     "full": _full,
     "synthesizer": _synthesizer,
@@ -153,6 +186,9 @@ FORMULAS = {
     "longformer": _longformer,
     "sinkhorn": _sinkhorn,
     "reformer": _reformer,
+    "s4d": _s4d,
+    "s5": _s5,
+    "mega": _mega,
 }
 
 

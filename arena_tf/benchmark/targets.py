@@ -1,4 +1,5 @@
-"""The efficiency targets of issue 8, judged on the results of `layers` and `train`.
+"""The efficiency targets of issue 8, judged on the results of `layers` and `train` (and the
+mixers' `layers` run, held to the growth target of the linear-time mechanisms).
 
 Each target gives a record {target, value, threshold, met, detail}; `met` is None when the results
 needed are missing (not measured, skipped or failed), and the detail says which.
@@ -19,6 +20,8 @@ PEER_TARGETS = (
 )
 # Mechanisms linear in length, whose time and memory at 16K must stay within 4.5x those at 4K.
 LINEAR_IN_LENGTH = ("linear", "performer", "linformer", "local", "longformer", "bigbird")
+# The state-space mixers (O(L log L) for the FFT, O(L) otherwise) are held to the same growth.
+MIXERS = ("s4d", "s5", "mega")
 GROWTH_LIMIT = 4.5
 MATMUL_FRACTION = 0.5
 MEMORY_SHARE = 1 / 8
@@ -79,9 +82,9 @@ def matmul_fraction_target(rows):
     return record(target, value, MATMUL_FRACTION, value >= MATMUL_FRACTION, detail)
 
 
-def growth_targets(rows, long=16384):
+def growth_targets(rows, names=LINEAR_IN_LENGTH, long=16384):
     judged = []
-    for name in LINEAR_IN_LENGTH:
+    for name in names:
         target = f"{name}: time and memory at {long} <= {GROWTH_LIMIT:g}x those at {JUDGED_LENGTH}"
         short_row, long_row = measured(rows, name, JUDGED_LENGTH), measured(rows, name, long)
         if not (short_row and long_row):
@@ -158,12 +161,14 @@ def speed_comparison(train_rows, jit=False):
     return table
 
 
-def evaluate(layer_results=None, train_results=None):
+def evaluate(layer_results=None, train_results=None, mixer_results=None):
     """Every target's record, from whichever results exist."""
     judged = []
     if layer_results:
         rows = layer_results["rows"]
         judged += peer_targets(rows) + [matmul_fraction_target(rows)] + growth_targets(rows)
+    if mixer_results:
+        judged += growth_targets(mixer_results["rows"], MIXERS)
     if train_results:
         judged += memory_targets(train_results["rows"])
     return judged

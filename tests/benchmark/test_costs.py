@@ -1,5 +1,6 @@
 """The FLOP formulas against TensorFlow's profiler, and the memory-cap skip rule."""
 
+import pytest
 import tensorflow as tf
 
 import arena_tf.layers as attention_layers
@@ -59,3 +60,15 @@ def test_length_over_the_memory_cap_is_skipped_and_said_so():
     assert layers.planned_row(full, short, cap_gb=16)["skipped"] is None
     assert layers.planned_row(linear, long, cap_gb=16)["skipped"] is None
     assert memory.over_cap(2.0, cap_gb=2.0) is None
+
+
+@pytest.mark.parametrize("name, params", [
+    ("s4d", {}), ("s4d", {"causal": True}), ("s5", {}), ("s5", {"causal": True}),
+    ("mega", {"chunk_size": 32}), ("mega", {"chunk_size": 40, "causal": True}),
+])
+def test_state_space_formulas_equal_profiler_count(name, params):
+    """The kernels' materialisation and the gates count; FFTs and scans are element-wise."""
+    forward, train = profiled(name, params)
+    cost = costs.attention_cost(name, SHAPE, params)
+    assert forward == cost.flops
+    assert train == cost.train_flops

@@ -78,6 +78,7 @@ def test_report_writes_markdown_with_verdicts_and_pngs(result_files):
     output = result_files / "docs" / "efficiency.md"
     cli.main(["report", "--layers", str(result_files / "layers.json"),
               "--train", str(result_files / "train.json"), "--runs", str(result_files / "runs"),
+              "--mixers", str(result_files / "no-mixers.json"),
               "--notes", str(result_files / "no-notes.md"), "--output", str(output)])
     text = output.read_text()
     lines = text.splitlines()
@@ -119,3 +120,25 @@ def test_relative_speed_and_memory_are_per_example_when_batches_differ():
     assert report.relative(targets.examples_per_second)(linear, full) == pytest.approx(4.0)
     assert report.relative(targets.per_example_memory)(linear, full) == pytest.approx(0.0625)
     assert math.isnan(report.relative(targets.examples_per_second)(linear, None))
+
+
+def test_mixers_get_their_section_and_the_growth_target(result_files):
+    mixers = result_files / "mixers.json"
+    mixers.write_text(json.dumps(results("layers", [
+        layer_row("full", "layer", 4096, train_ms=120, peak_mb=3000),
+        layer_row("s4d", "layer", 4096, train_ms=50, peak_mb=100),
+        layer_row("s4d", "layer", 16384, train_ms=200, peak_mb=400),  # x4: met
+        layer_row("mega", "layer", 4096, train_ms=50, peak_mb=100),
+        layer_row("mega", "layer", 16384, train_ms=300, peak_mb=400),  # x6: missed
+    ], matmul=[{"gflops": 100.0, "size": 2048}])))
+    output = result_files / "efficiency.md"
+    cli.main(["report", "--layers", str(result_files / "none.json"),
+              "--train", str(result_files / "train.json"), "--mixers", str(mixers),
+              "--runs", str(result_files / "runs"), "--output", str(output)])
+    lines = output.read_text().splitlines()
+    assert "## State-space mixers, one layer" in lines
+    s4d = next(line for line in lines if line.startswith("| s4d: time and memory at 16384"))
+    mega = next(line for line in lines if line.startswith("| mega: time and memory at 16384"))
+    s5 = next(line for line in lines if line.startswith("| s5: time and memory at 16384"))
+    assert "| met |" in s4d and "**missed**" in mega and "not measured" in s5
+    assert (result_files / "efficiency_mixers_time.png").read_bytes().startswith(PNG_MAGIC)

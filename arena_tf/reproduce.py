@@ -48,9 +48,19 @@ class Suite:
     target: float = None
     overrides: tuple = ()  # --set values for every run
     data_dir: str = None
+    # A mechanism's own --set values (after the suite's) and target, where it differs.
+    overrides_per_mechanism: dict = dataclasses.field(default_factory=dict)
+    target_per_mechanism: dict = dataclasses.field(default_factory=dict)
+    paper_source: str = "LRA paper"  # where the `paper` numbers come from
 
     def seeds_of(self, mechanism):
         return tuple(self.seeds_per_mechanism.get(mechanism, self.seeds))
+
+    def overrides_of(self, mechanism):
+        return (*self.overrides, *self.overrides_per_mechanism.get(mechanism, ()))
+
+    def target_of(self, mechanism):
+        return self.target_per_mechanism.get(mechanism, self.target)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +80,7 @@ class Run:
         suite = self.suite
         return [f"--task={suite.task}", f"--model={self.mechanism}",
                 *([f"--preset={suite.preset}"] if suite.preset else []),
-                *(f"--set={value}" for value in suite.overrides),
+                *(f"--set={value}" for value in suite.overrides_of(self.mechanism)),
                 f"--set=train.seed={self.seed}", f"--run_dir={self.run_dir}",
                 *([f"--data_dir={suite.data_dir}"] if suite.data_dir else [])]
 
@@ -188,13 +198,14 @@ def suite_table(name, rows, suite):
             continue
         accuracies = [100 * r["test_accuracy"] for r in done]
         mean = statistics.fmean(accuracies)
-        target = suite.target if suite else None
+        target = suite.target_of(mechanism) if suite else None
         verdict = "" if target is None else ("met" if mean >= target else f"missed ({target})")
         chance = done[0].get("chance")
         lines.append([f"`{mechanism}`", spread(accuracies),
                       f"{statistics.fmean(100 * r['best_val_accuracy'] for r in done):.1f}",
                       paper_cell, "" if chance is None else f"{100 * chance:.1f}", verdict])
-    return table(["mechanism", "test accuracy % (ours)", "best validation %", "LRA paper %",
+    source = suite.paper_source if suite else "LRA paper"
+    return table(["mechanism", "test accuracy % (ours)", "best validation %", f"{source} %",
                   "majority class %", "target"], lines)
 
 
@@ -203,9 +214,13 @@ def suite_heading(suite):
     text = f"Task `{suite.task}`, preset `{suite.preset or 'none'}`"
     if suite.target:
         text += f"; target: every mechanism at or above {suite.target}%"
+    own = ", ".join(f"`{m}` {t}%" for m, t in suite.target_per_mechanism.items())
+    text += f" (except {own})" if own else ""
     text += ".\n"
     if suite.overrides:
         text += f"Settings: `{' '.join(suite.overrides)}`.\n"
+    for mechanism, extra in suite.overrides_per_mechanism.items():
+        text += f"`{mechanism}` also: `{' '.join(extra)}`.\n"
     return text
 
 

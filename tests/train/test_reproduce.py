@@ -77,3 +77,24 @@ def test_unknown_suite_and_mechanism_are_one_line(setting, capfd):
         reproduce.load_suite("nope", suites)
     with pytest.raises(reproduce.cli.UsageError, match="'full' is not in suite tiny-listops"):
         reproduce.plan(suite, ["full"])
+
+
+def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path):
+    (tmp_path / "mixed.yaml").write_text(yaml.safe_dump({
+        "task": "listops", "overrides": ["train.learning_rate=0.0001"],
+        "overrides_per_mechanism": {"s4d": ["train.learning_rate=0.001"]},
+        "target_per_mechanism": {"s4d": 50.0}, "target": 33.4,
+        "mechanisms": ["linear", "s4d"], "paper": {"linear": 16.13, "s4d": 60.0},
+        "paper_source": "published",
+    }))
+    suite = reproduce.load_suite("mixed", tmp_path)
+    linear, s4d = reproduce.plan(suite, runs_dir=tmp_path)
+    assert linear.command.count("learning_rate") == 1
+    assert s4d.command.index("learning_rate=0.0001") < s4d.command.index("learning_rate=0.001 ")
+    rows = [{"mechanism": m, "test_accuracy": 0.45, "best_val_accuracy": 0.5, "chance": 0.17}
+            for m in ("linear", "s4d")]
+    text = reproduce.suite_table("mixed", rows, suite)
+    assert "| published % |" in text
+    assert "| `linear` | 45.0 | 50.0 | 16.13 | 17.0 | met |" in text
+    assert "| `s4d` | 45.0 | 50.0 | 60.00 | 17.0 | missed (50.0) |" in text
+    assert "`s4d` 50.0%" in reproduce.suite_heading(suite)

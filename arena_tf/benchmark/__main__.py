@@ -78,9 +78,10 @@ def report_parser(commands):
     parser = commands.add_parser("report", help="docs/efficiency.md and plots from the results")
     parser.add_argument("--layers", type=pathlib.Path, default=RESULTS / "layers.json")
     parser.add_argument("--train", type=pathlib.Path, default=RESULTS / "train.json")
-    parser.add_argument("--mixers", type=pathlib.Path, default=RESULTS / "mixers.json",
-                        help="the state-space mixers' layer results (`layers --mechanisms full "
-                             "s4d s5 mega --peers --output ...`)")
+    parser.add_argument("--mixers", type=pathlib.Path, nargs="*",
+                        default=[RESULTS / "mixers.json", RESULTS / "mixers-131k.json"],
+                        help="the state-space mixers' layer results, each a run of `layers "
+                             "--mechanisms ... --peers --output ...` (missing files are skipped)")
     parser.add_argument("--runs", type=pathlib.Path, default=pathlib.Path("runs"),
                         help="run directories (<task>-<model>/metrics.json) for our accuracies")
     parser.add_argument("--notes", type=pathlib.Path, default=RESULTS / "notes.md",

@@ -133,7 +133,7 @@ def test_mixers_get_their_section_and_the_growth_target(result_files):
     ], matmul=[{"gflops": 100.0, "size": 2048}])))
     output = result_files / "efficiency.md"
     cli.main(["report", "--layers", str(result_files / "none.json"),
-              "--train", str(result_files / "train.json"), "--mixers", str(mixers),
+              "--train", str(result_files / "train.json"), "--mixers", str(mixers), str(result_files / "absent.json"),
               "--runs", str(result_files / "runs"), "--output", str(output)])
     lines = output.read_text().splitlines()
     assert "## State-space mixers, one layer" in lines

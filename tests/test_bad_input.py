@@ -71,6 +71,13 @@ def unfinished_run(tmp):
     return ["arena_tf.analysis", "span", str(tmp / "run")]
 
 
+def mixer_run(tmp):
+    from tests.export.conftest import write_run_dir
+
+    write_run_dir(tmp / "run", "s4d")
+    return ["arena_tf.analysis", "span", str(tmp / "run")]
+
+
 CASES = {
     "unknown-flag": Case(
         "a flag the command does not have", lambda tmp: ["arena_tf.presets", "measure", "--nope"],
@@ -78,6 +85,9 @@ CASES = {
     "analysis-unfinished-run": Case(
         "a run directory without model.keras", unfinished_run,
         "holds no trained model; expected model.keras"),
+    "analysis-state-space-mixer": Case(
+        "attention analysis of an s4d run (a state-space mixer)", mixer_run,
+        "s4d is a state-space mixer: it has no attention weights to recover"),
     "analysis-bad-count": Case(
         "`--examples 0`", lambda tmp: ["arena_tf.analysis", "span", str(tmp), "--examples", "0"],
         "'0' is not a positive count"),

@@ -14,6 +14,7 @@ import keras
 import numpy as np
 
 import arena_tf.models  # noqa: F401 (registers the encoder and attention layers for loading)
+import arena_tf.layers as layers
 import arena_tf.tasks as tasks
 from arena_tf.cli import UsageError
 from arena_tf.config import ExperimentConfig
@@ -59,7 +60,18 @@ def load_run(run_dir):
                           "model.keras, which training writes when it finishes",
                           f"train with `python -m arena_tf.train ... --run_dir {run_dir}` first")
     config = read_config(run_dir)
+    check_analysable(config.model.attention)
     return Run(run_dir, config, keras.saving.load_model(model_path))
+
+
+def check_analysable(mechanism):
+    """A UsageError for a state-space mixer, which has no attention weights to recover."""
+    if not layers.lookup(mechanism).has_attention_weights:
+        attention = [n for n in layers.available() if layers.lookup(n).has_attention_weights]
+        raise UsageError(
+            f"{mechanism} is a state-space mixer: it has no attention weights to recover",
+            f"a run of an attention mechanism ({', '.join(attention)})",
+            "analyse a run of one of them")
 
 
 def make_task(config):

@@ -39,6 +39,9 @@ class Attention(keras.layers.Layer):
 
     # Projections a mechanism uses; one that is not needed gets None in `attend` and no weights.
     projections = ("query", "key", "value")
+    # Whether `attend(q, k, v)` is A v with weights A from the projected q and k, which the
+    # analysis tools recover (arena_tf/analysis/weights.py); not so for the state-space mixers.
+    has_attention_weights = True
 
     def __init__(
         self,

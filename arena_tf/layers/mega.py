@@ -69,6 +69,7 @@ class Mega(Attention):
     paper = "Ma et al. (2023), Mega: Moving Average Equipped Gated Attention"
     complexity = "O(L (c + log L) d + L e d)"
     projections = ("value",)
+    has_attention_weights = False  # its attention reads queries and keys from the EMA's gates
 
     def __init__(self, ema_dim=16, chunk_size=128, causal=False, **kwargs):
         super().__init__(**kwargs)

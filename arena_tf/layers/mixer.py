@@ -27,6 +27,7 @@ class Mixer(Attention):
     """Value projection -> `mix` over num_heads * head_dim channels -> GELU -> output projection."""
 
     projections = ("value",)
+    has_attention_weights = False
 
     def set_state_space(self, state_size, dt_min, dt_max, causal):
         """Check and keep the parameters S4D and S5 share: an even state size (conjugate pairs),

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 import arena_tf.layers as layers
+from arena_tf.layers import long_conv
 from tests.layers.attention_oracles import softmax
 from tests.layers.state_space_oracles import assert_same_values_and_gradients, float64_inputs
 
@@ -87,3 +88,13 @@ def test_chunks_attend_within_their_chunk_only():
         logits = q[0, 0, part] @ k[0, 0, part].T / 2 + bias[offsets]
         want = softmax(logits, np.ones((n, n), bool)) @ v[0, 0, part]
         np.testing.assert_allclose(got[0, 0, part], want, atol=1e-5)
+
+
+def test_export_form_equals_the_fft_form():
+    layer = layers.get("mega", num_heads=2, head_dim=3, ema_dim=4, chunk_size=8, max_len=30,
+                       dtype="float64")
+    x, mask = float64_inputs(length=30, width=WIDTH)
+    fft = layer(x, mask=mask)
+    with long_conv.export_form():
+        direct = layer(x, mask=mask)
+    np.testing.assert_allclose(direct, fft, atol=1e-6)  # float32 softmax inside

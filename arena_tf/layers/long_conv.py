@@ -54,8 +54,27 @@ def anticausal_conv(u, kernel):
     return ops.flip(causal_conv(ops.flip(u, axis=1), kernel), axis=1)
 
 
+def bidirectional_conv(u, forward, backward):
+    """causal_conv(u, forward) + anticausal_conv(u, backward), as one FFT convolution.
+
+    Over a circle of 2L positions the two kernels fit in one: lags 0 .. L - 1 hold `forward`,
+    lags -1 .. -(L - 1) (positions 2L - 1 .. L + 1) hold `backward`, lag 0 both; one rfft of u,
+    one product and one irfft instead of two of each.
+    """
+    if _DIRECT.get():
+        return causal_conv(u, forward) + anticausal_conv(u, backward)
+    forward, backward = ops.cast(forward, u.dtype), ops.cast(backward, u.dtype)
+    length = ops.shape(u)[1]
+    first = forward[:, :1] + backward[:, :1]
+    later = ops.flip(aops.slice_axis(backward, 1, 1, length - 1), axis=1)
+    kernel = ops.concatenate([first, aops.slice_axis(forward, 1, 1, length - 1),
+                              ops.zeros_like(first), later], axis=1)
+    return fft_conv(u, kernel)
+
+
 def fft_conv(u, kernel):
-    """The causal convolution through real FFTs of length 2L (no circular wrap-around)."""
+    """The causal convolution through real FFTs of length 2L (no circular wrap-around); a kernel
+    of 2L positions is applied circularly (`bidirectional_conv`)."""
     length = ops.shape(u)[1]
     size = 2 * length
     u_real, u_imag = ops.rfft(ops.transpose(u, (0, 2, 1)), size)  # [batch, channels, L + 1]

@@ -113,9 +113,11 @@ class Mega(Attention):
         sigmoid = [ops.sigmoid(ops.cast(w, x.dtype)) for w in (self.alpha_logit, self.delta_logit)]
         kernels = ema_kernel(*sigmoid, ops.cast(self.beta, x.dtype), ops.cast(self.eta, x.dtype),
                              ops.shape(x)[1], x.dtype)
-        y = long_conv.causal_conv(x, kernels[0]) + x * ops.cast(self.omega, x.dtype)
-        if not self.causal:
-            y = y + long_conv.anticausal_conv(x, kernels[1])
+        y = x * ops.cast(self.omega, x.dtype)
+        if self.causal:
+            y = y + long_conv.causal_conv(x, kernels[0])
+        else:
+            y = y + long_conv.bidirectional_conv(x, kernels[0], kernels[1])
         return ops.silu(y)
 
     def call(self, inputs, mask=None, training=False):

@@ -131,10 +131,10 @@ class S4D(Mixer):
 
     def mix(self, u, mask, training=False):
         kernels = self.kernel(ops.shape(u)[1])
-        y = long_conv.causal_conv(u, kernels[0]) + u * ops.cast(self.skip, u.dtype)
-        if not self.causal:
-            y = y + long_conv.anticausal_conv(u, kernels[1])
-        return y
+        y = u * ops.cast(self.skip, u.dtype)
+        if self.causal:
+            return y + long_conv.causal_conv(u, kernels[0])
+        return y + long_conv.bidirectional_conv(u, kernels[0], kernels[1])
 
     def get_config(self):
         config = super().get_config()

@@ -49,3 +49,17 @@ def test_fft_and_direct_gradients_agree():
         grads.append(tape.gradient(loss, [u, kernel]))
     for fft_grad, direct_grad in zip(*grads):
         np.testing.assert_allclose(fft_grad, direct_grad, atol=1e-10)
+
+
+@pytest.mark.parametrize("length", [1, 2, 19])
+@pytest.mark.parametrize("form", ["fft", "direct"])
+def test_bidirectional_is_the_sum_of_both_directions(length, form):
+    u, forward = example(length)
+    backward = np.random.default_rng(5).normal(size=forward.shape)
+    want = numpy_causal(u, forward) + numpy_causal(u[:, ::-1], backward)[:, ::-1]
+    if form == "direct":
+        with long_conv.export_form():
+            got = long_conv.bidirectional_conv(u, forward, backward)
+    else:
+        got = long_conv.bidirectional_conv(u, forward, backward)
+    np.testing.assert_allclose(got, want, atol=1e-12)

@@ -21,6 +21,7 @@ import inspect
 import math
 
 import arena_tf.layers as attention_layers
+from arena_tf.layers.long_conv import square_blocks
 
 MATMUL_OPS = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
 
@@ -146,11 +147,14 @@ def directions(p):
 
 
 def _s4d(s, p):
-    # Materialising the kernel: two [directions, modes] x [modes, L] products per channel, shared
-    # by the batch; the FFT convolution and the skip are element-wise (not counted).
-    modes, d = p["state_size"] // 2, s.head_dim
-    kernel = 4 * directions(p) * modes * s.length * d / s.batch
-    return HeadCost(kernel, (2 * modes + directions(p)) * s.length * d / s.batch, projections=1)
+    # Materialising the kernel: per channel two real [directions * Q, modes] x [modes, B] products
+    # (B = ceil(sqrt(L)), Q = ceil(L / B)), shared by the batch; the FFT convolution and the skip
+    # are element-wise (not counted).
+    modes, d, dirs = p["state_size"] // 2, s.head_dim, directions(p)
+    block, blocks = square_blocks(s.length)
+    kernel = 4 * dirs * blocks * modes * block * d / s.batch
+    elements = (dirs * blocks * (modes + block) + modes * block) * d / s.batch
+    return HeadCost(kernel, elements + dirs * s.length * d / s.batch, projections=1)
 
 
 def _s5(s, p):
@@ -169,8 +173,9 @@ def _mega(s, p):
     length = padded(s.length, chunk)
     gates = 2 * s.length * width * (2 * width + z + width)
     attention = 2 * length * chunk * (z + width)
-    ema = 2 * directions(p) * width * p["ema_dim"] * s.length / s.batch
-    elements = length * chunk + directions(p) * width * p["ema_dim"] * s.length / s.batch
+    block, blocks = square_blocks(s.length)
+    ema = 2 * directions(p) * width * p["ema_dim"] * blocks * block / s.batch
+    elements = length * chunk + directions(p) * width * p["ema_dim"] * (blocks + block) / s.batch
     return HeadCost((gates + attention + ema) / s.heads, elements / s.heads, projections=1)
 
 

@@ -20,6 +20,7 @@ The mixers call them in float32 (float64 for a float64 layer), also under mixed 
 
 import contextlib
 import contextvars
+import math
 
 from keras import ops
 
@@ -65,7 +66,7 @@ def bidirectional_conv(u, forward, backward):
         return causal_conv(u, forward) + anticausal_conv(u, backward)
     forward, backward = ops.cast(forward, u.dtype), ops.cast(backward, u.dtype)
     length = ops.shape(u)[1]
-    first = forward[:, :1] + backward[:, :1]
+    first = aops.slice_axis(forward, 1, 0, 1) + aops.slice_axis(backward, 1, 0, 1)
     later = ops.flip(aops.slice_axis(backward, 1, 1, length - 1), axis=1)
     kernel = ops.concatenate([first, aops.slice_axis(forward, 1, 1, length - 1),
                               ops.zeros_like(first), later], axis=1)
@@ -94,3 +95,16 @@ def direct_conv(u, kernel):
     window = ops.flip(ops.transpose(kernel), axis=0)[:, :, None]  # [L, channels, 1]
     padded = ops.pad(u, [[0, 0], [length - 1, 0], [0, 0]])
     return ops.depthwise_conv(padded, window, strides=1, padding="valid")
+
+
+def square_blocks(length):
+    """(B, Q) with B = ceil(sqrt(L)) and Q = ceil(L / B), so that l = q B + r covers 0 .. L - 1;
+    Python ints for a static length, tensors for one known only when the graph runs.
+
+    The mixers materialise their kernels from powers z^l = z^(q B) z^r: exp, cos and sin on
+    O(sqrt(L)) values per mode and one matmul, instead of O(L) values per mode."""
+    if isinstance(length, int):
+        block = math.isqrt(max(length - 1, 0)) + 1
+        return block, -(-length // block)
+    block = ops.cast(ops.ceil(ops.sqrt(ops.cast(length, "float32"))), "int32")
+    return block, (length + block - 1) // block

@@ -40,12 +40,17 @@ from arena_tf.layers.registry import register
 def ema_kernel(alpha, delta, beta, eta, length, dtype):
     """K[d, j, l] = sum_n eta alpha beta (1 - alpha delta)^l / sqrt(n) for the damped EMA.
 
-    alpha, delta: (0, 1) [directions, width, n]; beta, eta: [directions, width, n].
+    alpha, delta: (0, 1) [directions, width, n]; beta, eta: [directions, width, n]. With
+    l = q B + r (`long_conv.square_blocks`), one matmul [Q, n] @ [n, B] per dimension.
     """
-    steps = ops.arange(length, dtype=dtype)
-    decay = ops.exp(ops.log(1 - alpha * delta)[..., None] * steps)  # [d, width, n, L]
-    weight = eta * alpha * beta / math.sqrt(alpha.shape[-1])
-    return ops.matmul(weight[..., None, :], decay)[..., 0, :]  # a matmul: profilers count it
+    log_decay = ops.log(1 - alpha * delta)[..., None]  # [d, width, n, 1]
+    block, blocks = long_conv.square_blocks(length)
+    outer = ops.exp(log_decay * (ops.arange(blocks, dtype=dtype) * ops.cast(block, dtype)))
+    inner = ops.exp(log_decay * ops.arange(block, dtype=dtype))  # [d, width, n, B]
+    weight = (eta * alpha * beta / math.sqrt(alpha.shape[-1]))[..., None]
+    kernel = ops.matmul(ops.swapaxes(weight * outer, -1, -2), inner)  # [d, width, Q, B]
+    kernel = aops.slice_axis(ops.reshape(kernel, (*alpha.shape[:2], -1)), 2, 0, length)
+    return ops.reshape(kernel, (*alpha.shape[:2], length))  # keeps the static sizes in a graph
 
 
 def relative_bias(table, size):
@@ -114,6 +119,7 @@ class Mega(Attention):
         kernels = ema_kernel(*sigmoid, ops.cast(self.beta, x.dtype), ops.cast(self.eta, x.dtype),
                              ops.shape(x)[1], x.dtype)
         y = x * ops.cast(self.omega, x.dtype)
+        kernels = ops.unstack(kernels, axis=0)
         if self.causal:
             y = y + long_conv.causal_conv(x, kernels[0])
         else:

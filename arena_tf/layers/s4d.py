@@ -17,7 +17,8 @@ Initialisation as in the paper: S4D-Lin (A_n = -1/2 + i pi n) or S4D-Inv
 (A_n = -1/2 + i (N / pi) (N / (2n + 1) - 1)); C complex normal of variance 1; dt log-uniform in
 [dt_min, dt_max]; D standard normal.
 
-Time O(L log L) per channel for the convolution plus O(L N) for the kernel; memory O(L N).
+Time O(L log L) per channel for the convolution plus O(L N) matmul work for the kernel (its exp,
+cos and sin on O(N sqrt L) values: `long_conv.square_blocks`); memory O(L + N sqrt L) per channel.
 
     layer = arena_tf.layers.get("s4d", num_heads=4, head_dim=32, state_size=64)
     y = layer(x, mask=mask)          # x [batch, length, width], mask bool [batch, length]

@@ -13,7 +13,8 @@ Two forms, equal to float32 rounding (tests/layers/test_long_conv.py):
 - Depthwise convolution whose window is the whole kernel: O(L^2) time, O(L) memory. Exports use
   it: ONNX has no real FFT that tf2onnx and ONNX Runtime both take (RFFT converts to a node ONNX
   Runtime does not register at opset 17 or 18; IRFFT, Real, Imag and Complex do not convert at
-  all). `export_form()` selects it while a graph is traced for export.
+  all: tests/export/test_export_forms.py). `export_form()` selects it while a graph is traced for
+  export.
 
 The mixers call them in float32 (float64 for a float64 layer), also under mixed precision.
 """
@@ -47,7 +48,7 @@ def exporting():
 def causal_conv(u, kernel):
     """u [batch, L, channels], kernel [channels, L] -> [batch, L, channels] in u's dtype."""
     kernel = ops.cast(kernel, u.dtype)
-    return direct_conv(u, kernel) if _DIRECT.get() else fft_conv(u, kernel)
+    return direct_conv(u, kernel) if exporting() else fft_conv(u, kernel)
 
 
 def anticausal_conv(u, kernel):
@@ -62,7 +63,7 @@ def bidirectional_conv(u, forward, backward):
     lags -1 .. -(L - 1) (positions 2L - 1 .. L + 1) hold `backward`, lag 0 both; one rfft of u,
     one product and one irfft instead of two of each.
     """
-    if _DIRECT.get():
+    if exporting():
         return causal_conv(u, forward) + anticausal_conv(u, backward)
     forward, backward = ops.cast(forward, u.dtype), ops.cast(backward, u.dtype)
     length = ops.shape(u)[1]

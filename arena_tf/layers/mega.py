@@ -34,6 +34,7 @@ from keras import initializers, ops
 from arena_tf.layers import checks, long_conv
 from arena_tf.layers import ops as aops
 from arena_tf.layers.base import Attention
+from arena_tf.layers.mixer import mix_dtype
 from arena_tf.layers.registry import register
 
 
@@ -128,7 +129,7 @@ class Mega(Attention):
 
     def call(self, inputs, mask=None, training=False):
         mask = self._checked_mask(inputs, mask)
-        dtype = "float64" if self.compute_dtype == "float64" else "float32"
+        dtype = mix_dtype(self)
         x = ops.cast(inputs, dtype) * ops.cast(mask[..., None], dtype)
         shared = ops.cast(self.ema(x), self.compute_dtype)
         width, inner = inputs.shape[-1], self.num_heads * self.head_dim

@@ -53,8 +53,7 @@ class Mixer(Attention):
 
     @property
     def mix_dtype(self):
-        """float64 for a float64 layer, float32 otherwise (also under mixed precision)."""
-        return "float64" if self.compute_dtype == "float64" else "float32"
+        return mix_dtype(self)
 
     def call(self, inputs, mask=None, training=False):
         mask = self._checked_mask(inputs, mask)
@@ -66,6 +65,17 @@ class Mixer(Attention):
     def mix(self, u, mask, training=False):
         """[batch, length, channels] (padding zeroed) -> [batch, length, channels]."""
         raise NotImplementedError(f"{type(self).__name__} must implement mix()")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(state_size=self.state_size, dt_min=self.dt_min, dt_max=self.dt_max,
+                      causal=self.causal)
+        return config
+
+
+def mix_dtype(layer):
+    """float64 for a float64 layer, float32 otherwise (also under mixed precision)."""
+    return "float64" if layer.compute_dtype == "float64" else "float32"
 
 
 def exact_gelu(x):

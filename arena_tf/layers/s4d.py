@@ -153,6 +153,5 @@ class S4D(Mixer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(state_size=self.state_size, init=self.init, dt_min=self.dt_min,
-                      dt_max=self.dt_max, causal=self.causal)
+        config.update(init=self.init)
         return config

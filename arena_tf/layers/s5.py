@@ -182,9 +182,3 @@ class S5(Mixer):
                          - ops.einsum("blp,hp->blh", states[1], c_imag))
         return y
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(state_size=self.state_size, dt_min=self.dt_min, dt_max=self.dt_max,
-                      causal=self.causal)
-        return config
-

@@ -22,7 +22,7 @@ from arena_tf.cli import UsageError
 CONFIGS_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs"
 
 POOLINGS = ("cls", "mean")
-POSITION_EMBEDDINGS = ("sinusoidal", "learned")
+POSITION_EMBEDDINGS = ("sinusoidal", "learned", "none")
 
 
 class ConfigError(UsageError, ValueError):

@@ -38,7 +38,8 @@ def gelu(x):
 
 @SERIALIZABLE
 class PositionEmbedding(keras.layers.Layer):
-    """Adds sinusoidal (Vaswani et al.) or learned position embeddings to [batch, length, width]."""
+    """Adds sinusoidal (Vaswani et al.) or learned position embeddings to [batch, length, width];
+    "none" adds nothing (state-space mixers carry position in their kernels, as in S4)."""
 
     def __init__(self, max_len, kind="sinusoidal", **kwargs):
         super().__init__(**kwargs)
@@ -55,6 +56,8 @@ class PositionEmbedding(keras.layers.Layer):
 
     def call(self, x):
         length, width = ops.shape(x)[1], x.shape[-1]
+        if self.kind == "none":
+            return x
         if self.kind == "learned":
             return x + ops.cast(self.table[:length], x.dtype)[None]
         positions = ops.cast(ops.arange(length), "float32")[:, None]

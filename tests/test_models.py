@@ -19,13 +19,22 @@ def tokens(batch=3, length=20, seed=0):
 
 
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
-@pytest.mark.parametrize("position", ["sinusoidal", "learned"])
+@pytest.mark.parametrize("position", ["sinusoidal", "learned", "none"])
 def test_one_input_classifier_gives_logits_and_ignores_appended_padding(pooling, position):
     model = build_classifier(tiny(pooling=pooling, position_embedding=position))
     x = tokens()
     x[:, 12:] = 0
     np.testing.assert_allclose(model(x), model(x[:, :12]), atol=1e-5)
     assert model(x).shape == (3, 3)
+
+
+def test_without_positions_full_attention_with_mean_pooling_ignores_token_order():
+    model = build_classifier(tiny(pooling="mean", position_embedding="none"))
+    x = tokens()
+    shuffled = x[:, np.random.default_rng(1).permutation(x.shape[1])]
+    np.testing.assert_allclose(model(x), model(shuffled), atol=1e-5)
+    with_positions = build_classifier(tiny(pooling="mean", position_embedding="sinusoidal"))
+    assert not np.allclose(with_positions(x), with_positions(shuffled), atol=1e-5)
 
 
 def test_two_tower_shares_one_encoder_and_is_symmetric_in_shape():

@@ -7,17 +7,19 @@ STAMP := $(VENV)/.installed
 .PHONY: run test test-long clean
 
 $(STAMP): setup.py constraints.txt
-	@echo "Setting up $(VENV): TensorFlow and the pinned packages of constraints.txt (first time only; a few minutes)"
+	@echo "Setting up $(VENV): TensorFlow, JAX and the pinned packages of constraints.txt (first time only; a few minutes)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --progress-bar on -c constraints.txt -e ".[dev,serving,openvino]"
+	$(PY) -m pip install --progress-bar on -c constraints.txt -e ".[tf,jax,dev,serving,openvino]"
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(PY) -m arena_tf.demo
 
+# The whole suite on TensorFlow, then the layer oracles and the JAX trainer's tests on JAX.
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests
+	KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 tests/layers tests/jax
 
 # Learning checks too long for every run (Pathfinder: about 30 minutes on 2 CPU cores).
 test-long: $(STAMP)

@@ -3,22 +3,32 @@
 from setuptools import find_packages, setup
 
 # Ranges known to work together (checked in fresh virtualenvs; exact versions in constraints.txt).
+# The base install is backend-neutral: Keras, the configs, the tasks' generators and NumPy batches
+# (grain), TensorBoard's event files and the plots. A backend comes with an extra: `.[tf]` (what
+# `make run` and `make test` install, with everything export and serving need) or `.[jax]`.
 CORE = [
-    "tensorflow>=2.20,<2.21",
     "keras>=3.10,<4",
-    "tensorflow-datasets>=4.9,<5",
-    "tensorboard>=2.20,<2.21",
-    "onnx>=1.17,<2",
-    "tf2onnx>=1.17,<2",
-    "onnxconverter-common>=1.16,<2",
-    "onnxruntime>=1.20,<2",
+    "tensorboard>=2.20,<2.21",  # its event writer and reader work without TensorFlow
+    "grain>=0.2.18,<0.3",  # the tasks' backend-neutral batches (arena_tf/tasks/batches.py)
     "numpy>=1.26,<3",
     "pyyaml>=6,<7",
     "pillow>=10",
     "matplotlib>=3.8,<4",  # plots of the analysis, benchmark and serving reports
 ]
 
+TF = [
+    "tensorflow>=2.20,<2.21",
+    "tensorflow-datasets>=4.9,<5",
+    "onnx>=1.17,<2",
+    "tf2onnx>=1.17,<2",
+    "onnxconverter-common>=1.16,<2",
+    "onnxruntime>=1.20,<2",
+]
+
 EXTRAS = {
+    "tf": TF,
+    # Training under KERAS_BACKEND=jax without TensorFlow (CPU wheels; on a GPU, jax[cuda12]).
+    "jax": ["jax>=0.10,<0.11", "jaxlib>=0.10,<0.11"],
     # onnxruntime-gpu *replaces* onnxruntime: uninstall onnxruntime first (see README).
     "gpu": ["tensorflow[and-cuda]>=2.20,<2.21", "onnxruntime-gpu>=1.20,<2"],
     # The TF Model Garden's attention layers, measured side by side with ours.

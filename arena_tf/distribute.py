@@ -23,6 +23,7 @@ import json
 import os
 
 from arena_tf import cli
+from arena_tf.training.errors import StrategyError  # noqa: F401 (raised here, named here before)
 
 cli.quiet_tensorflow()
 
@@ -30,11 +31,6 @@ import tensorflow as tf  # noqa: E402
 
 TF_CONFIG_EXAMPLE = ('{"cluster": {"worker": ["host1:port", "host2:port"]}, '
                      '"task": {"type": "worker", "index": 0}}')
-
-
-class StrategyError(cli.UsageError, RuntimeError):
-    """The requested hardware or strategy is absent, unreachable or misconfigured: one line on
-    the command line, `<what>; expected <what>; <how to fix>`, exit 2 (`arena_tf.cli`)."""
 
 
 def cluster_workers():

@@ -1,42 +1,65 @@
-"""Train an LRA model on any tf.distribute strategy, watched in TensorBoard.
+"""Train an LRA model on TensorFlow (any tf.distribute strategy) or JAX, watched in TensorBoard.
 
     python -m arena_tf.train --task=image --model=linformer
     python -m arena_tf.train --task=listops --model=performer --preset=tiny --set train.batch_size=8
     python -m arena_tf.train --task=listops --model=full --preset=tiny --strategy=mirrored --cpu_devices=2
     python -m arena_tf.train --task=text --model=bigbird --precision=mixed_bfloat16 --tpu=local
+    KERAS_BACKEND=jax python -m arena_tf.train --task=listops --model=performer --preset=tiny
 
-Before anything is written into the run directory, everything that can be checked is: the config,
-the data (present, readable, and of the shape and range the model takes), the model (built), and
-the run directory (another configuration's checkpoints are refused; one trainer at a time). A run
-started again with the same --run_dir resumes where it stopped, bit for bit
-(`arena_tf/training/`).
+The backend is Keras' (KERAS_BACKEND, default tensorflow); `BACKENDS` names the module holding
+each one's loop (`arena_tf/training/`), and both write the same run directory. Before anything is
+written into it, everything that can be checked is: the config, the data (present, readable, and of
+the shape and range the model takes), the model (built), and the run directory (another
+configuration's checkpoints are refused; one trainer at a time). A run started again with the same
+--run_dir resumes where it stopped, bit for bit.
 
 Errors are one line (`arena_tf.cli`): exit 2 for a mistake in the input (config, data, run
-directory), exit 1 when the run itself fails (diverged, stopped by TensorFlow); `--debug` shows the
+directory), exit 1 when the run itself fails (diverged, stopped by the backend); `--debug` shows the
 traceback. Progress goes to stdout: the plan, a line while the first step compiles, then a line at
 least every few seconds (ARENA_TF_PROGRESS_EVERY, default 3) with the step, steps/s and the ETA,
 and the batches done while evaluating.
 """
 
+import importlib
+import os
 import sys
 
 from arena_tf import cli
 
 cli.quiet_tensorflow()  # before TensorFlow is imported: no C++ log noise unless asked for
 if __name__ == "__main__" and not {"-h", "--help"} & set(sys.argv[1:]):
-    print("loading TensorFlow", flush=True)  # the import alone takes seconds
+    # the import alone takes seconds
+    print(f"loading {'JAX' if os.environ.get('KERAS_BACKEND') == 'jax' else 'TensorFlow'}",
+          flush=True)
 
 import argparse  # noqa: E402
 
-import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
 
 import arena_tf.tasks as tasks  # noqa: E402
 from arena_tf.config import ConfigError  # noqa: E402
-from arena_tf.distribute import STRATEGIES, StrategyError, describe, is_chief, make_strategy  # noqa: E402
 from arena_tf.training.console import Progress  # noqa: E402
-from arena_tf.training.errors import TrainingError, first_line, op_error_cause  # noqa: E402
+from arena_tf.training.errors import StrategyError, first_line  # noqa: E402
 from arena_tf.training.experiment import build_experiment, check_data, plan_line  # noqa: E402
-from arena_tf.training.tf_trainer import Trainer  # noqa: E402
+
+# Keras backend -> the module of its training loop (Trainer, Distribution, first_example,
+# setup_failures).
+BACKENDS = {"tensorflow": "arena_tf.training.tf_trainer", "jax": "arena_tf.training.jax_trainer"}
+# --strategy names; each backend says what they mean on its devices (or refuses one in one line).
+STRATEGIES = ("auto", "default", "mirrored", "multi_worker")
+
+
+def load_backend(name):
+    """The training module of Keras backend `name`; a one-line error for a backend without one."""
+    if name not in BACKENDS:
+        raise cli.UsageError(f"KERAS_BACKEND={name} has no trainer here",
+                             f"one of {', '.join(BACKENDS)}",
+                             "set KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax")
+    return importlib.import_module(BACKENDS[name])
+
+
+backend = load_backend(keras.backend.backend()) if keras.backend.backend() in BACKENDS else None
+Trainer = backend.Trainer if backend else None
 
 
 def positive_int(text):
@@ -63,12 +86,13 @@ def parse_args(argv):
         help="auto (default): TPU if --tpu, several workers if TF_CONFIG names them, several "
              "local GPUs or logical CPUs, else one device; mirrored: all local GPUs, or the "
              "logical CPUs without a GPU; multi_worker: the workers TF_CONFIG names; default: one "
-             "device",
+             "device (JAX: auto and mirrored are keras.distribution.DataParallel over the local "
+             "devices; multi_worker and --tpu are TensorFlow's)",
     )
     parser.add_argument(
         "--cpu_devices", type=positive_int, metavar="N",
         help="split the CPU into N logical devices, one replica each (with auto or mirrored): "
-             "tries multi-replica training without GPUs",
+             "tries multi-replica training without GPUs (JAX: before JAX starts, in this process)",
     )
     parser.add_argument("--tpu", help="TPU name or 'local' for a TPU VM")
     return parser.parse_args(argv)
@@ -96,21 +120,21 @@ def setup(args, progress=None):
     overrides = list(args.overrides)
     if args.precision:
         overrides.append(f"train.precision={args.precision}")
-    strategy = make_strategy(args.strategy, args.tpu, args.cpu_devices)
+    distribution = backend.Distribution(args.strategy, args.tpu, args.cpu_devices)
     progress = progress or Progress(None, True)
-    progress.enabled = progress.enabled and is_chief(strategy)
+    progress.enabled = progress.enabled and distribution.chief
     run_dir = args.run_dir or default_run_dir(args)
     try:
         config, task = build_experiment(args.task, args.model, overrides, args.preset,
                                         args.data_dir)
         progress.note(config.to_yaml().rstrip())
-        progress.note(f"strategy: {describe(strategy)}")
+        progress.note(f"strategy: {distribution.describe()}")
         progress.note(f"TensorBoard: tensorboard --logdir {run_dir}")
-        progress.note(plan_line(config, strategy, run_dir))
+        progress.note(plan_line(config, distribution.replicas, run_dir))
         with progress.working(f"checking the {args.task} data (generated when absent)"):
-            check_data(config, task)
+            check_data(config, task, backend.first_example)
         with progress.working(f"building the {args.model} model"):
-            trainer = Trainer(config, task, run_dir, strategy, verbose=progress.enabled,
+            trainer = Trainer(config, task, run_dir, distribution, verbose=progress.enabled,
                               progress=progress)
         return trainer, config
     except (ConfigError, cli.CommandError, tasks.DataNotFoundError):
@@ -136,11 +160,9 @@ def main(argv=None):
     args = parse_args(argv)
 
     def body():
-        try:
+        load_backend(keras.backend.backend())
+        with backend.setup_failures():  # outside the loop: setting up the devices or data
             run(args)
-        except tf.errors.OpError as error:  # outside the loop: setting up the devices or data
-            raise TrainingError(f"TensorFlow stopped the run: {op_error_cause(error)}",
-                                "the run to start", "rerun with --debug for the details") from None
 
     return cli.run_main(body, debug=args.debug,
                         usage=(ConfigError, tasks.DataNotFoundError, StrategyError))

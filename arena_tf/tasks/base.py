@@ -6,6 +6,8 @@ source and the machine can reach it), or the project's own generator; when none 
 
     task = arena_tf.tasks.get("listops", data_dir="data/")
     train = task.dataset("train", batch_size=32)   # ((tokens [32, 2000] int32), labels [32] int32)
+    train = task.batches("train", batch_size=32)   # the same as NumPy batches, no TensorFlow
+    tokens, labels = task.arrays("test")           # the whole split: int32 [N, 2000], int32 [N]
 
 Rows: each task also gives its examples in a row form, the instances an Efficiency Pentathlon driver
 sends to a submission (JSON objects), and turns a row back into the token ids training reads:
@@ -50,7 +52,7 @@ ROW_INPUT_KEYS = {1: ("input",), 2: ("input1", "input2")}  # the row fields, by 
 
 class Task(abc.ABC):
     """One LRA task. Subclasses set the class attributes and implement `load_split` (and, for the
-    row form, `rows` and `encode_input`).
+    row form, `rows` and `encode_input`; to be read without TensorFlow, `read_arrays`).
 
     Class attributes:
         name: registry name.
@@ -138,18 +140,67 @@ class Task(abc.ABC):
         training by default."""
         import tensorflow as tf
 
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
-        training = split == "train"
+        shuffle, drop_remainder = self._batching(split, shuffle, drop_remainder)
         data = self.load_split(split)
-        if shuffle if shuffle is not None else training:
+        if shuffle:
             data = data.shuffle(10_000, seed=self.seed, reshuffle_each_iteration=True)
         if repeat:
             data = data.repeat()
         data = data.batch(
             batch_size,
-            drop_remainder=training if drop_remainder is None else drop_remainder,
+            drop_remainder=drop_remainder,
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         )
         return data.prefetch(tf.data.AUTOTUNE)
+
+    def batches(self, split, batch_size, shuffle=None, repeat=False, drop_remainder=None,
+                start=0):
+        """The twin of `dataset` without TensorFlow (arena_tf/tasks/batches.py): an iterator of
+        NumPy (inputs, labels) batches of the same structure and defaults, prefetched in
+        background threads (a grain DatasetIterator: `close()` stops them); `start` skips the
+        first `start` batches without reading them, so a resumed run continues the stream. The
+        order is grain's global shuffle under the task's seed, not tf.data's 10,000-example
+        buffer."""
+        from arena_tf.tasks import batches
+
+        shuffle, drop_remainder = self._batching(split, shuffle, drop_remainder)
+        return batches.stream(self.held_arrays(split), batch_size, seed=self.seed,
+                              shuffle=shuffle, repeat=repeat, drop_remainder=drop_remainder,
+                              start=start)
+
+    def arrays(self, split):
+        """The split as NumPy, in load_split's order: (inputs, labels), inputs one int32
+        [N, max_len] array (a tuple of two for two inputs), labels int32 [N]. Read without
+        TensorFlow where the task can; a DataNotFoundError where it needs TensorFlow and cannot
+        import it."""
+        from arena_tf.tasks import batches
+
+        inputs, labels = self.held_arrays(split)
+        return batches.widen(inputs), labels
+
+    def held_arrays(self, split):
+        """`read_arrays(split)`, read once per task object and then held in memory (a trainer
+        reads the validation split at every evaluation)."""
+        held = self.__dict__.setdefault("_held_arrays", {})
+        if split not in held:
+            held[split] = self.read_arrays(split)
+        return held[split]
+
+    def read_arrays(self, split):
+        """`arrays` with the ids kept in `batches.ids_dtype(vocab_size)` (one byte for vocabularies
+        of 256 or fewer), as `batches` holds a split in memory. This default reads load_split and
+        so needs TensorFlow; a task that can read its files without it overrides this."""
+        from arena_tf.tasks import batches
+
+        return batches.tensorflow_arrays(self, split)
+
+    @staticmethod
+    def _batching(split, shuffle, drop_remainder):
+        """(shuffle, drop_remainder) of a batched pipeline over `split`: by default both on for
+        train, off otherwise; a ValueError for an unknown split."""
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+        training = split == "train"
+        return (training if shuffle is None else bool(shuffle),
+                training if drop_remainder is None else drop_remainder)

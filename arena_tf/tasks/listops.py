@@ -14,6 +14,11 @@ Encoding: parentheses are dropped (as in the reference loader) and each remainin
 id in the fixed VOCABULARY below (ids 1..15; the reference's order came from a Python set and
 changed between processes); 0 is padding; vocabulary size 16; max_len 2000.
 
+Without TensorFlow: `arrays` / `batches` read the same ids through `parse_file`, which tokenizes
+the checked lines a few MB at a time with NumPy: 10,000 lines of about 2,000 tokens in 0.4 s, 5-6
+times faster than a line at a time in Python (the first use in a process also checks every line,
+`check_file`, about 1 s per 10,000, as for tf.data).
+
 Rows: `{"input": EXPRESSION, "target": VALUE}`, the two columns of a line as they are (parentheses
 kept); `encode_input` tokenizes an expression as load_split does.
 
@@ -24,6 +29,8 @@ kept); `encode_input` tokenizes an expression as load_split does.
 import collections
 import logging
 import os
+
+import numpy as np
 
 from arena_tf.generators import listops as generator
 from arena_tf.progress import Progress
@@ -42,6 +49,7 @@ TOKENS = frozenset(token.encode() for token in (*VOCABULARY, *DROPPED))
 LABELS = {value.encode(): int(value) for value in generator.VALUES}
 TOKEN_IDS = {**{token: index for index, token in enumerate(VOCABULARY, start=1)},
              **{token: 0 for token in DROPPED}}  # 0: dropped
+BLOCK_BYTES = 1 << 22  # text tokenized per NumPy pass (parse_file)
 LINE_FORMAT = (
     "'EXPRESSION<tab>VALUE' lines as in the LRA release, e.g. '( [MAX 2 9 ] )<tab>9': a value "
     "0-9, ListOps tokens only, one ']' per operator and one ')' per '('"
@@ -82,6 +90,10 @@ class ListOps(sources.TextPreview, Task):
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         )
+
+    def read_arrays(self, split):
+        """The split's ids (uint8) and labels read with NumPy, as load_split parses the lines."""
+        return parse_file(self.files()[sources.check_split(split)], self.max_len)
 
     def rows(self, split):
         for line in self._lines(split).as_numpy_iterator():
@@ -187,6 +199,80 @@ def _token_table():
     values = list(range(1, len(VOCABULARY) + 1)) + [0] * len(DROPPED)
     initializer = tf.lookup.KeyValueTensorInitializer(keys, tf.constant(values, tf.int32))
     return tf.lookup.StaticHashTable(initializer, default_value=-1)
+
+
+def parse_file(path, max_len):
+    """(uint8 ids [lines, max_len], int32 labels [lines]) of a ListOps file, as `_parse` reads
+    its lines: the header skipped, parentheses dropped, the ids cut and right-padded to max_len.
+    The file is checked first (`check_file`: its BadDataError for a malformed line), so each line
+    holds one tab, ListOps tokens before it and one digit after; the lines are then tokenized a
+    block at a time with NumPy (`_parse_block`), not one by one."""
+    count = check_file(path).lines
+    ids, labels = np.zeros((count, max_len), np.uint8), np.zeros(count, np.int32)
+    done = 0
+    with open(path, "rb") as f:
+        if _has_header(path):
+            f.readline()
+        for block in _line_blocks(f, BLOCK_BYTES):
+            done += _parse_block(block, ids[done:], labels[done:])
+    return ids, labels
+
+
+def _line_blocks(f, size):
+    """Blocks of about `size` bytes of whole lines read from `f`, each ending with a newline (one
+    added after a last line without it)."""
+    rest = b""
+    while block := f.read(size):
+        block = rest + block
+        cut = block.rfind(b"\n") + 1
+        rest = block[cut:]
+        if cut:
+            yield block[:cut]
+    if rest:
+        yield rest + b"\n"
+
+
+def _parse_block(block, ids, labels):
+    """Tokenize the checked lines of `block` into the first rows of `ids` and `labels`; the
+    number of lines. Checked lines hold token bytes (all above 41), parentheses (40, 41) and
+    blanks (the bytes bytes.split and tf.strings.split split on, all <= 32): so a kept token
+    starts at a byte above 41 after one of 41 or below, and parentheses drop out as blanks. In
+    each line the tokens before the tab are the expression, the one after it the label."""
+    data = np.frombuffer(block, np.uint8)
+    solid = data > ord(")")
+    starts = solid.copy()
+    starts[1:] &= ~solid[:-1]
+    starts = np.flatnonzero(starts)
+    line_starts = np.flatnonzero(data == ord("\n"))[:-1] + 1
+    first = np.searchsorted(starts, np.concatenate([[0], line_starts]))  # a line's first token
+    label = np.searchsorted(starts, np.flatnonzero(data == ord("\t")))  # its token after the tab
+    count = len(first)
+    labels[:count] = data[starts[label]] - ord("0")
+    expression = np.ones(len(starts), bool)
+    expression[label] = False
+    tokens = starts[expression]  # line k's are tokens[first[k] - k:label[k] - k]
+    lengths = label - first
+    rank = np.arange(len(tokens)) - np.repeat(first - np.arange(count), lengths)
+    line = np.repeat(np.arange(count), lengths)
+    fits = rank < ids.shape[1]
+    tokens = tokens[fits]
+    token_ids = PAIR_IDS[data[tokens], data[tokens + 2]]  # no token ends a line: a tab follows
+    np.put(ids, line[fits] * ids.shape[1] + rank[fits], token_ids)
+    return count
+
+
+def _pair_ids():
+    """PAIR_IDS[first byte, third byte]: the id of the VOCABULARY token starting with them. The
+    first byte tells the tokens apart but for the operators ('[MIN', '[MAX', '[MED', '[SM'),
+    which the third does."""
+    table = np.zeros((256, 256), np.uint8)
+    for index, token in enumerate(VOCABULARY, start=1):
+        raw = token.encode()
+        table[raw[0], raw[2] if raw.startswith(b"[") else slice(None)] = index
+    return table
+
+
+PAIR_IDS = _pair_ids()
 
 
 Scan = collections.namedtuple("Scan", ["lines", "summary"])

@@ -20,9 +20,11 @@ checksum, and the closing IEND chunk. Unreadable files
 (0 bytes, truncated, not a PNG, a bad checksum) are counted: up to `max_bad_images` (default at
 most 10 and at most 1% of the images) are left out of their splits with one warning line on stderr
 naming the first few; more are a BadDataError naming the first few. A missing file is always a
-DataNotFoundError. The pixels are decoded once, by the input pipeline. An all-zero image (the
-release has one, curv_baseline/imgs/0/sample_172.png) is skipped there with a
-`SkippedImageWarning` naming the file.
+DataNotFoundError. The pixels are decoded once, by the input pipeline: tf.data's decode_png, or
+Pillow for `arrays` / `batches` (no TensorFlow; the same pixels, for the grayscale PNGs of the
+release and the generator). An all-zero image (the release has one,
+curv_baseline/imgs/0/sample_172.png) is skipped there with a `SkippedImageWarning` naming the
+file.
 
 Encoding: pixel values 0..255 flattened row-major to 1024 tokens, vocabulary 256, no padding id
 (the reference code treated 0 as padding and so masked black pixels, a bug not copied here).
@@ -34,6 +36,7 @@ Rows: `{"input": [pixels 0..255, row by row], "target": "0" or "1"}`, as load_sp
 """
 
 import collections
+import io
 import logging
 import os
 import sys
@@ -42,6 +45,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from arena_tf.config import ConfigError
 from arena_tf.generators import pathfinder as generator
@@ -57,6 +61,7 @@ FIRST_METADATA = "metadata/0.npy"
 BAD_IMAGE_LIMIT = 10  # unreadable images skipped at most (and at most BAD_IMAGE_SHARE of them)
 BAD_IMAGE_SHARE = 0.01
 NAMED_IMAGES = 3  # unreadable images named in a message
+GRAY_MODES = ("L", "1", "LA")  # Pillow modes whose grey is decode_png's (channels=1)
 METADATA_FORMAT = ("lines 'imgs/<k> sample_<n>.png index label ...' (at least 4 fields, label 0 "
                    "or 1) in metadata/<number>.npy text files, as in the LRA release")
 
@@ -111,7 +116,7 @@ def png_problem(path):
             data = f.read()
     except FileNotFoundError:
         return "missing"
-    except OSError as error:
+    except OSError:
         return "unreadable"
     if not data:
         return "empty"
@@ -144,12 +149,47 @@ def _metadata_number(path):
     return int(path.stem)
 
 
+def warn_skipped(path):
+    """Warn that the image at `path` (a string) is left out of its split."""
+    warnings.warn(f"skipped {path}: all-zero or unreadable PNG", SkippedImageWarning)
+
+
 def _skip(path):
-    """Warn that the image at `path` (a bytes tensor) is skipped; False for tf.data's filter."""
-    warnings.warn(
-        f"skipped {path.numpy().decode()}: all-zero or unreadable PNG", SkippedImageWarning
-    )
+    """`warn_skipped` for a bytes tensor `path`; False for tf.data's filter."""
+    warn_skipped(path.numpy().decode())
     return False
+
+
+def whole_png(contents):
+    """Whether `contents` starts with the PNG signature and ends with an IEND chunk: the test both
+    pipelines make before decoding (a file that fails it decodes as all zero, and is skipped)."""
+    tail = max(len(contents) - 8, 0)
+    return contents[:8] == PNG_SIGNATURE and contents[tail:tail + 4] == b"IEND"
+
+
+def png_pixels(path, count):
+    """uint8 [count]: the pixels of the grayscale PNG at `path`, row by row, as tf.io.decode_png
+    (channels=1) decodes them; all zero when it is not a whole PNG (`whole_png`). A BadDataError
+    for a colour or 16-bit image (TensorFlow's grey differs from Pillow's by rounding), another
+    size, or data Pillow cannot decode."""
+    with open(path, "rb") as f:
+        contents = f.read()
+    if not whole_png(contents):
+        return np.zeros(count, np.uint8)
+    expected = f"8-bit grayscale PNGs of {count} pixels, as the LRA release and the generator write"
+    try:
+        image = Image.open(io.BytesIO(contents))
+        if image.mode not in GRAY_MODES:
+            raise BadDataError(f"{path}: a {image.mode} image", expected,
+                               "convert the images to 8-bit grayscale")
+        pixels = np.asarray(image.convert("L")).reshape(-1)
+    except OSError as error:  # Pillow's error for data it cannot decode
+        raise BadDataError(f"{path}: cannot be decoded ({error})", expected,
+                           "restore or delete the file") from None
+    if pixels.size != count:
+        raise BadDataError(f"{path}: {image.width} x {image.height} pixels", expected,
+                           "use images of the task's size")
+    return pixels
 
 
 @register
@@ -287,6 +327,25 @@ class Pathfinder(sources.PixelRows, Task):
         data = tf.data.Dataset.from_tensor_slices((list(paths), np.array(labels, np.int32)))
         data = data.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         return data.filter(_keep).map(lambda path, pixels, label: (pixels, label))
+
+    def read_arrays(self, split):
+        """The split's pixels (uint8) and labels decoded with Pillow: load_split's images in its
+        order, the unreadable files left out (`examples`) and the all-zero ones skipped with a
+        SkippedImageWarning, as there."""
+        examples = self.examples(split)
+        pixels = np.zeros((len(examples), self.max_len), np.uint8)
+        with Progress(f"{self.name}: decoding the {split} images", len(examples),
+                      "images") as progress:
+            for row, (path, _) in enumerate(examples):
+                pixels[row] = png_pixels(path, self.max_len)
+                progress.update()
+        labels = np.array([label for _, label in examples], np.int32)
+        kept = pixels.any(axis=1)
+        if kept.all():
+            return pixels, labels
+        for row in np.flatnonzero(~kept):
+            warn_skipped(examples[row][0])
+        return pixels[kept], labels[kept]
 
     def prepare(self):
         summary = {}

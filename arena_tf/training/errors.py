@@ -13,6 +13,11 @@ class RunDirError(cli.UsageError):
     checkpoints are unreadable (exit 2)."""
 
 
+class StrategyError(cli.UsageError, RuntimeError):
+    """The requested hardware or distribution is absent, unreachable or misconfigured, or has no
+    meaning on this backend (exit 2)."""
+
+
 class DataMismatchError(cli.UsageError):
     """The data and the config disagree (length, inputs, labels, token ids) (exit 2)."""
 

@@ -1,16 +1,19 @@
-"""Read back the TensorBoard scalars a run wrote (train/ and validation/ event files)."""
+"""Read back the TensorBoard scalars a run wrote (train/ and validation/ event files), with the
+tensorboard package alone: runs of either backend, in an install with or without TensorFlow."""
 
 import pathlib
 
-import tensorflow as tf
+from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+from tensorboard.util.tensor_util import make_ndarray
 
 
 def read_scalars(event_dir):
     """{tag: {step: value}} of every scalar in a TensorBoard event directory (later files win)."""
     scalars = {}
     for path in sorted(pathlib.Path(event_dir).glob("events.out.tfevents.*")):
-        for record in tf.data.TFRecordDataset(str(path)):
-            event = tf.compat.v1.Event.FromString(record.numpy())
+        for event in EventFileLoader(str(path)).Load():
             for value in event.summary.value:
-                scalars.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
+                number = (value.simple_value if value.WhichOneof("value") == "simple_value"
+                          else make_ndarray(value.tensor))
+                scalars.setdefault(value.tag, {})[event.step] = float(number)
     return scalars

@@ -4,11 +4,11 @@ of the shape and range the model takes)."""
 
 import dataclasses
 
-import tensorflow as tf
+import numpy as np
 
 import arena_tf.tasks as tasks
 from arena_tf.config import ExperimentConfig, load_experiment
-from arena_tf.training.errors import DataMismatchError, op_error_cause
+from arena_tf.training.errors import DataMismatchError
 
 # Model fields the task's data decides (build_experiment sets them from the task).
 DERIVED = ("vocab_size", "num_classes", "padding_id", "max_len", "two_tower")
@@ -30,12 +30,12 @@ def build_experiment(task_name, model_name, overrides=(), preset=None, data_dir=
     return ExperimentConfig(task=config.task, model=model, train=config.train), task
 
 
-def plan_line(config, strategy, run_dir):
+def plan_line(config, replicas, run_dir):
     """One line: what the run will do."""
     train = config.train
     return (f"plan: train {config.model.attention} on {config.task.name} for "
             f"{train.num_train_steps} steps of batch {train.batch_size} "
-            f"({strategy.num_replicas_in_sync} replica(s)), validating every {train.eval_every} "
+            f"({replicas} replica(s)), validating every {train.eval_every} "
             f"steps on {train.eval_batches or 'all'} batches and checkpointing every "
             f"{train.checkpoint_every} in {run_dir} (resumed if it holds a checkpoint), then "
             "testing; an ETA follows once the speed is known")
@@ -65,24 +65,17 @@ def check_derived_overrides(model, derived, overrides, task_config):
         )
 
 
-def check_data(config, task):
+def check_data(config, task, first_example):
     """Every split present (DataNotFoundError otherwise), and the first training example of the
-    shape, token range and label range the model takes (DataMismatchError otherwise)."""
-    for split in tasks.SPLITS:
-        task.load_split(split)
+    shape, token range and label range the model takes (DataMismatchError otherwise).
+    `first_example(task, where)` is the backend's reader: it opens every split and returns the
+    first training example as NumPy, (inputs, label), or None when there is none."""
     where = f"the {task.name} training data" + (f" in {task.data_dir}" if task.data_dir else "")
-    try:
-        inputs, label = next(iter(task.load_split("train").take(1)))
-    except StopIteration:
+    example = first_example(task, where)
+    if example is None:
         raise DataMismatchError(f"{where} holds no examples", "at least one training example",
-                                "check --data_dir, or delete the folder to generate it") from None
-    except tf.errors.OpError as error:
-        raise DataMismatchError(
-            f"{where} cannot be read: {op_error_cause(error)}",
-            f"examples of {config.model.max_len} tokens (task.max_len)",
-            "check --data_dir and task.max_len, or delete generated data to generate it again",
-        ) from None
-    check_example(config.model, where, inputs, label)
+                                "check --data_dir, or delete the folder to generate it")
+    check_example(config.model, where, *example)
 
 
 def check_example(model, where, inputs, label):
@@ -102,18 +95,18 @@ def check_example(model, where, inputs, label):
                 f"examples of {model.max_len} tokens (model.max_len, from task.max_len)",
                 "check --data_dir (data made for another length or resolution) and task.max_len",
             )
-        if not tokens.dtype.is_integer:
+        tokens = np.asarray(tokens)
+        if not np.issubdtype(tokens.dtype, np.integer):
             raise DataMismatchError(f"{where} holds {tokens.dtype.name} inputs",
                                     "integer token ids", "check --data_dir and --task")
-        values = tokens.numpy()
-        low, high = int(values.min()), int(values.max())
+        low, high = int(tokens.min()), int(tokens.max())
         if low < 0 or high >= model.vocab_size:
             raise DataMismatchError(
                 f"{where} holds token id {low if low < 0 else high} outside model.vocab_size="
                 f"{model.vocab_size}",
                 f"ids from 0 to {model.vocab_size - 1}", "check --data_dir and --task",
             )
-    label = int(label.numpy())
+    label = int(label)
     if not 0 <= label < model.num_classes:
         raise DataMismatchError(
             f"{where} holds label {label} outside model.num_classes={model.num_classes}",

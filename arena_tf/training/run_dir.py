@@ -40,13 +40,20 @@ def differences(saved, current, prefix=""):
     return changed
 
 
-def checkpoint_steps(checkpoint_dir):
-    """Steps of the checkpoints in a directory (those with an index file), newest first."""
-    found = []
-    for path in pathlib.Path(checkpoint_dir).glob("ckpt-*.index"):
-        number = path.name[len("ckpt-"):-len(".index")]
-        if number.isdigit():
-            found.append(int(number))
+# How each backend's checkpoints are named: ckpt-STEP plus this suffix (TensorFlow's index file
+# beside its data shards; one NumPy archive under JAX).
+CHECKPOINT_FORMATS = {"tensorflow": ".index", "jax": ".npz"}
+
+
+def checkpoint_steps(checkpoint_dir, backend=None):
+    """Steps of the checkpoints in a directory (one backend's format, or any), newest first."""
+    found = set()
+    for name in [backend] if backend else CHECKPOINT_FORMATS:
+        suffix = CHECKPOINT_FORMATS[name]
+        for path in pathlib.Path(checkpoint_dir).glob(f"ckpt-*{suffix}"):
+            number = path.name[len("ckpt-"):-len(suffix)]
+            if number.isdigit():
+                found.add(int(number))
     return sorted(found, reverse=True)
 
 

@@ -14,7 +14,6 @@ import keras
 import arena_tf.layers as layers
 from arena_tf import train
 from arena_tf.training.verdict import verdict
-from arena_tf.distribute import make_strategy
 from arena_tf.training.events import read_scalars
 from tests.train.conftest import TINY, loop
 
@@ -41,7 +40,7 @@ def tiny_run(name, data_dir, run_dir):
     config, task = train.build_experiment(
         "listops", name, [*TINY, *params, *loop(STEPS, checkpoint_every=2)], data_dir=data_dir
     )
-    trainer = train.Trainer(config, task, run_dir, make_strategy(), verbose=False)
+    trainer = train.Trainer(config, task, run_dir, train.backend.Distribution(), verbose=False)
     trainer.fit()
     return trainer
 

@@ -8,7 +8,6 @@ import json
 import numpy as np
 
 from arena_tf import train
-from arena_tf.distribute import make_strategy
 from arena_tf.training.events import read_scalars
 from tests.train.conftest import (DRIVER, TINY, TRAIN, cli_args, finish, free_port, load_weights,
                                   loop, run, start)
@@ -26,7 +25,7 @@ def test_mirrored_on_two_cpu_devices_matches_one_device(listops_dir, tmp_path):
     assert json.loads((mirrored / "metrics.json").read_text())["replicas"] == 2
 
     config, task = train.build_experiment("listops", "full", OVERRIDES, data_dir=listops_dir)
-    single = train.Trainer(config, task, tmp_path / "single", make_strategy(), verbose=False)
+    single = train.Trainer(config, task, tmp_path / "single", train.backend.Distribution(), verbose=False)
     single.fit()
 
     for split in ("train", "validation"):

@@ -28,7 +28,6 @@ import os
 import pytest
 
 from arena_tf import train
-from arena_tf.distribute import make_strategy
 from tests.train.conftest import TINY, loop
 
 LISTOPS_STEPS = 300
@@ -58,7 +57,7 @@ def test_tiny_transformer_beats_the_majority_class_on_listops(listops_dir, tmp_p
         "listops", "full", [*TINY, "model.num_layers=2", *loop(LISTOPS_STEPS, log_every=50)],
         data_dir=listops_dir,
     )
-    metrics = train.Trainer(config, task, tmp_path, make_strategy(), verbose=False).fit()
+    metrics = train.Trainer(config, task, tmp_path, train.backend.Distribution(), verbose=False).fit()
     majority = majority_share(task, "test")
     print(f"ListOps after {LISTOPS_STEPS} steps: test accuracy {metrics['test_accuracy']:.3f}, "
           f"majority class {majority:.3f}, {metrics['wall_time_s']:.1f} s")
@@ -75,7 +74,7 @@ def test_small_transformer_beats_chance_on_generated_pathfinder(tmp_path_factory
         "pathfinder", "full", [*PATHFINDER, *loop(PATHFINDER_STEPS, log_every=100)],
         data_dir=tmp_path_factory.mktemp("pathfinder"),
     )
-    metrics = train.Trainer(config, task, tmp_path, make_strategy(), verbose=False).fit()
+    metrics = train.Trainer(config, task, tmp_path, train.backend.Distribution(), verbose=False).fit()
     examples = metrics["test_examples"]
     bar = 0.5 + 3 * math.sqrt(0.25 / examples)
     print(f"Pathfinder (easy) after {PATHFINDER_STEPS} steps: test accuracy "

@@ -1,0 +1,128 @@
+"""Batches without TensorFlow: a task split as NumPy arrays, ordered and batched by grain.
+
+The JAX backend trains from `Task.batches`, the twin of `Task.dataset` (same structure and
+defaults, shuffled under the task's seed) that needs neither TensorFlow nor tf.data:
+
+    task = arena_tf.tasks.get("listops")
+    for tokens, labels in task.batches("train", 32, repeat=True, start=1000):
+        ...   # tokens int32 [32, 2000], labels int32 [32]: batch 1000, 1001, ... of the stream
+
+How: each call reads the split into memory (`Task.read_arrays`; ids kept in `ids_dtype`, one byte
+for ListOps and pixels: ListOps' train split takes 192 MB, Pathfinder's 164 MB, Path-X's 655 MB
+at the generated size) and grain's index-based MapDataset orders the *row indices*: range(N) ->
+global shuffle (a new order each epoch: grain draws epoch e with its seed + e) -> repeat -> batch
+-> [start:]. Batch k is a function of k alone, so `start` skips batches by arithmetic, reading
+none of them, and a resumed run continues the same stream. Rows are gathered and widened to int32
+in grain's prefetch threads, PREFETCH batches ahead. The order is not tf.data's (a 10,000-example
+shuffle buffer): the two backends see the same batches' shapes, not the same batches.
+
+Tasks that read their data only through tf.data / TFDS get an `arrays` through `load_split` when
+TensorFlow is installed, and a DataNotFoundError saying how to install it when not.
+"""
+
+import grain
+import numpy as np
+
+from arena_tf.tasks.base import DataNotFoundError, Task
+
+# Measured on 2 busy cores, batch 32: a ListOps batch (2000 tokens) costs 0.2-0.4 ms, a Path-X one
+# (16384 pixels) 1-2 ms; these threads make them while a training step runs (a step that releases
+# the GIL then waits for no batch). grain's process prefetch (mp_prefetch) was slower: 2.4 ms a
+# Path-X batch through shared memory, after 2.4 s starting its worker.
+PREFETCH = 8  # batches made ahead of the consumer
+THREADS = 2  # grain threads making them
+TF_CHUNK = 1024  # examples per batch when reading a split through load_split
+
+
+def ids_dtype(vocab_size):
+    """The narrowest unsigned dtype holding ids 0..vocab_size-1: what a split is kept in."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if vocab_size <= np.iinfo(dtype).max + 1:
+            return dtype
+    raise ValueError(f"vocab_size {vocab_size} needs more than 32 bits")
+
+
+def map_inputs(fn, inputs):
+    """`fn` applied to one input array, or to each of a tuple of them (two-input tasks)."""
+    return tuple(map(fn, inputs)) if isinstance(inputs, tuple) else fn(inputs)
+
+
+def widen(inputs):
+    """Inputs as int32, what models read (and `dataset` gives)."""
+    return map_inputs(lambda ids: ids.astype(np.int32), inputs)
+
+
+def stream(arrays, batch_size, *, seed, shuffle, repeat, drop_remainder, start=0):
+    """An iterator of (inputs int32 [batch, max_len] (a tuple for two inputs), labels int32
+    [batch]) over `arrays` = (inputs, labels), batched as `Task.dataset` batches: shuffled under
+    `seed` and reshuffled each epoch when `shuffle`, endless when `repeat` (batches then run
+    across epochs), the last short batch kept unless `drop_remainder`; from batch `start` on."""
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ValueError(f"start={start!r}; expected a batch number >= 0")
+    inputs, labels = arrays
+    order = grain.MapDataset.range(len(labels))
+    if shuffle:
+        order = order.shuffle(seed=shuffle_seed(seed))
+    if repeat:
+        order = order.repeat()
+    batches = order.batch(batch_size, drop_remainder=drop_remainder, batch_fn=np.asarray)
+    batches = batches[start:].map(lambda rows: gather(inputs, labels, rows))
+    iterator = iter(batches.to_iter_dataset(
+        grain.ReadOptions(num_threads=THREADS, prefetch_buffer_size=PREFETCH)))
+    iterator.start_prefetch()
+    return iterator
+
+
+def gather(inputs, labels, rows):
+    """The examples at `rows` as one batch, inputs widened to int32."""
+    return widen(map_inputs(lambda ids: ids[rows], inputs)), labels[rows]
+
+
+def shuffle_seed(seed):
+    """grain's shuffle seed (32 bits) for a task seed: hashed, so that nearby task seeds draw
+    unrelated orders (grain shuffles epoch e with seed + e: unhashed, seed 1 would replay seed 0's
+    second epoch)."""
+    return int(np.random.SeedSequence(seed).generate_state(1, np.uint32)[0])
+
+
+def tensorflow_arrays(task, split):
+    """`task.load_split(split)` read into NumPy: (inputs in `ids_dtype`, int32 labels); the
+    DataNotFoundError of `require_tensorflow` when TensorFlow cannot be imported."""
+    require_tensorflow(task)
+    dtype = ids_dtype(task.vocab_size)
+    columns, labels = [[] for _ in range(task.num_inputs)], [np.zeros(0, np.int32)]
+    for inputs, label in task.load_split(split).batch(TF_CHUNK).as_numpy_iterator():
+        for column, ids in zip(columns, as_tuple(inputs), strict=True):
+            column.append(ids.astype(dtype))
+        labels.append(label.astype(np.int32))
+    inputs = tuple(np.concatenate([np.zeros((0, task.max_len), dtype), *column])
+                   for column in columns)
+    return (inputs if task.num_inputs > 1 else inputs[0]), np.concatenate(labels)
+
+
+def as_tuple(inputs):
+    """A tuple of input arrays: `inputs` itself for two inputs, (inputs,) for one."""
+    return inputs if isinstance(inputs, tuple) else (inputs,)
+
+
+def require_tensorflow(task):
+    """Import TensorFlow for a task that reads its data through it; a one-line DataNotFoundError
+    saying how to install it when it cannot be imported."""
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError as error:
+        raise DataNotFoundError(
+            f"{task.name}: its data is read through TensorFlow (tf.data / TFDS), which cannot be "
+            f"imported here ({error})",
+            f"the TensorFlow install to read {task.name}",
+            'install it with `pip install -e ".[tf]"`, or train a task read without it '
+            f"({', '.join(numpy_tasks())})",
+        ) from None
+
+
+def numpy_tasks():
+    """The tasks whose `arrays` read the data without TensorFlow."""
+    from arena_tf import tasks
+
+    return [name for name in tasks.available()
+            if tasks.lookup(name).read_arrays is not Task.read_arrays]

@@ -17,17 +17,18 @@ alone: every number of docs/reproduction.md comes from a run of its own command.
 import dataclasses
 import datetime
 import json
-import os
 import pathlib
 import statistics
 import subprocess
 import sys
+import time
 
 import yaml
 
 from arena_tf import cli, files
 from arena_tf.markdown import table
-from arena_tf.presets import cpu_model
+from arena_tf.training.loop import EXIT_PAUSED, cpu_device
+from arena_tf.training.run_dir import checkpoint_steps
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SUITES = ROOT / "configs" / "suites"
@@ -92,7 +93,7 @@ class Run:
         """'done', 'interrupted' (checkpoints, no results) or 'new'."""
         if (self.run_dir / "metrics.json").is_file():
             return "done"
-        if any((self.run_dir / "checkpoints").glob("ckpt-*.index")):
+        if checkpoint_steps(self.run_dir / "checkpoints"):
             return "interrupted"
         return "new"
 
@@ -154,7 +155,8 @@ def result_row(run):
         "best_val_accuracy": max(curve.values(), default=metrics["validation_accuracy"]),
         "chance": metrics.get("test_chance"), "test_examples": metrics["test_examples"],
         "steps": metrics["steps"], "train_seconds": round(metrics["wall_time_s"], 1),
-        "device": f"CPU: {cpu_model()}, {os.cpu_count()} cores", "git_commit": git_commit(),
+        "device": metrics.get("device") or cpu_device(), "backend": metrics.get("backend"),
+        "git_commit": git_commit(),
         "date": datetime.date.today().isoformat(), "command": run.command,
         "validation_curve": [[step, value] for step, value in sorted(curve.items())],
     }
@@ -279,8 +281,12 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
 # -- running ------------------------------------------------------------------------------------
 
 
-def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir=SUITES):
-    """Train every run not done yet, recording each as it finishes; the number trained."""
+def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir=SUITES,
+              time_limit=None):
+    """Train every run not done yet, recording each as it finishes; the number trained. With
+    `time_limit` (seconds) the suite stops at a checkpoint once that much time went by (the run
+    under way pauses; --resume continues it)."""
+    began = time.monotonic()
     interrupted = [run for run in runs if run.state() == "interrupted"]
     if interrupted and not resume:
         names = ", ".join(str(run.run_dir) for run in interrupted[:3])
@@ -297,7 +303,14 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
         if state != "done":
             print(f"reproduce: [{number}/{len(runs)}] {'resuming' if state == 'interrupted' else 'running'}"
                   f" {run.command}", flush=True)
-            status = subprocess.call([sys.executable, "-m", "arena_tf.train", *run.arguments])
+            limit = [] if time_limit is None else [
+                f"--time_limit={max(0, round(time_limit - (time.monotonic() - began)))}"]
+            status = subprocess.call([sys.executable, "-m", "arena_tf.train", *run.arguments,
+                                      *limit])
+            if status == EXIT_PAUSED:
+                print(f"reproduce: paused {run.run_dir} at the time limit; rerun with --resume "
+                      "to continue it", flush=True)
+                return trained
             if status:
                 raise cli.RunError(f"run {run.run_dir} stopped with exit status {status}",
                                    "every run of the suite to finish",
@@ -307,6 +320,9 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
         report(results, doc, suites_dir)
         print(f"reproduce: recorded {run.mechanism} seed {run.seed} in {results}; report {doc}",
               flush=True)
+        if time_limit is not None and time.monotonic() - began >= time_limit:
+            print("reproduce: time limit reached; rerun with --resume to go on", flush=True)
+            return trained
     return trained
 
 
@@ -330,6 +346,9 @@ def parse_args(argv):
     parser.add_argument("--seeds", help="comma-separated seeds (default: the suite's)")
     parser.add_argument("--resume", action="store_true", help="continue interrupted runs")
     parser.add_argument("--list", action="store_true", help="show each run's state; train nothing")
+    parser.add_argument("--time_limit", type=int, metavar="SECONDS",
+                        help="stop at a checkpoint after this many seconds (e.g. a lent "
+                             "machine's ten-minute command); --resume goes on")
     return parser.parse_args(argv)
 
 
@@ -346,7 +365,7 @@ def main(argv=None):
         if args.list:
             show_plan(runs)
             return 0
-        run_suite(suite, runs, args.resume)
+        run_suite(suite, runs, args.resume, time_limit=args.time_limit)
         return 0
 
     return cli.run_main(body, debug=args.debug)

@@ -41,6 +41,7 @@ from arena_tf.config import ConfigError  # noqa: E402
 from arena_tf.training.console import Progress  # noqa: E402
 from arena_tf.training.errors import StrategyError, first_line  # noqa: E402
 from arena_tf.training.experiment import build_experiment, check_data, plan_line  # noqa: E402
+from arena_tf.training.loop import EXIT_PAUSED  # noqa: E402
 
 # Keras backend -> the module of its training loop (Trainer, Distribution, first_example,
 # setup_failures).
@@ -62,11 +63,16 @@ backend = load_backend(keras.backend.backend()) if keras.backend.backend() in BA
 Trainer = backend.Trainer if backend else None
 
 
-def positive_int(text):
-    """argparse type: a whole number >= 1."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return int(text)
+def whole_number(minimum):
+    """argparse type: a whole number >= minimum."""
+    def parse(text):
+        if not text.isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
+        return int(text)
+    return parse
+
+
+positive_int = whole_number(1)
 
 
 def parse_args(argv):
@@ -95,6 +101,10 @@ def parse_args(argv):
              "tries multi-replica training without GPUs (JAX: before JAX starts, in this process)",
     )
     parser.add_argument("--tpu", help="TPU name or 'local' for a TPU VM")
+    parser.add_argument(
+        "--time_limit", type=whole_number(0), metavar="SECONDS",
+        help=f"stop after this many seconds of training, at a checkpoint, with exit status "
+             f"{EXIT_PAUSED}; the same command resumes there (long runs in chunks)")
     return parser.parse_args(argv)
 
 
@@ -135,7 +145,7 @@ def setup(args, progress=None):
             check_data(config, task, backend.first_example)
         with progress.working(f"building the {args.model} model"):
             trainer = Trainer(config, task, run_dir, distribution, verbose=progress.enabled,
-                              progress=progress)
+                              progress=progress, time_limit=getattr(args, "time_limit", None))
         return trainer, config
     except (ConfigError, cli.CommandError, tasks.DataNotFoundError):
         raise
@@ -162,7 +172,7 @@ def main(argv=None):
     def body():
         load_backend(keras.backend.backend())
         with backend.setup_failures():  # outside the loop: setting up the devices or data
-            run(args)
+            return EXIT_PAUSED if run(args).paused else 0
 
     return cli.run_main(body, debug=args.debug,
                         usage=(ConfigError, tasks.DataNotFoundError, StrategyError))

@@ -30,7 +30,7 @@ from keras import ops
 
 from arena_tf import files
 from arena_tf.training.errors import StrategyError, TrainingError, first_line
-from arena_tf.training.loop import Loop
+from arena_tf.training.loop import Loop, cpu_device
 
 # TensorBoard's file I/O uses TensorFlow when it can import it; this module (TensorBoard's own
 # switch for builds without TensorFlow) makes it use its pure-Python stand-in, so a JAX run never
@@ -88,6 +88,11 @@ class Distribution:
         name = "DataParallel" if self.keras_distribution else "one device"
         return (f"{name} (keras.distribution, JAX) with {self.replicas} replica(s) on "
                 f"{', '.join(str(d) for d in self.devices)}{hardware}")
+
+    def device(self):
+        """What results name the device: the accelerator's kind (x replicas), else the CPU."""
+        first = self.devices[0]
+        return cpu_device() if first.platform == "cpu" else f"{first.device_kind} x{self.replicas}"
 
     def scope(self):
         return self.keras_distribution.scope() if self.keras_distribution else (

@@ -15,6 +15,7 @@ newest intact one. The settings must be the same, except the loop settings in
 """
 
 import contextlib
+import os
 import pathlib
 import resource
 import sys
@@ -26,6 +27,7 @@ import keras
 
 from arena_tf import files
 from arena_tf.models import build_classifier
+from arena_tf.presets import cpu_model
 from arena_tf.progress import duration
 from arena_tf.schedules import make_optimizer
 from arena_tf.training.console import Progress
@@ -34,6 +36,15 @@ from arena_tf.training.run_dir import (CHECKPOINT_FORMATS, RunLock, check_same_e
                                        checkpoint_steps, first_existing, remove_created,
                                        stale_artifacts)
 from arena_tf.training.verdict import summary, verdict
+
+
+# The exit status of a run that stopped at its --time_limit with a checkpoint to resume from.
+EXIT_PAUSED = 3
+
+
+def cpu_device():
+    """This machine's CPU, as results name the device: 'CPU: <model>, <n> cores'."""
+    return f"CPU: {cpu_model()}, {os.cpu_count()} cores"
 
 
 def peak_memory_mb():
@@ -65,6 +76,10 @@ class Loop:
 
     Building one writes nothing: it checks the run directory (another configuration's checkpoints
     are refused) and builds the model. `fit` locks the run directory, saves the config and trains.
+    With `time_limit` (seconds of training; 0 stops after one step) the loop stops at the first
+    step past it, checkpoints
+    that step and returns None (`paused` set): the same run resumes from there, so a long run can
+    go in chunks (a lent machine's ten-minute commands).
 
     Subclasses set `checkpoint_format` (a key of run_dir.CHECKPOINT_FORMATS) and implement
     `_scope`, `_after_build`, `_train_stream(start)`, `_train_step(stream)`, `_eval_batches(split,
@@ -74,8 +89,10 @@ class Loop:
 
     checkpoint_format = None
 
-    def __init__(self, config, task, run_dir, distribution, verbose=True, progress=None):
+    def __init__(self, config, task, run_dir, distribution, verbose=True, progress=None,
+                 time_limit=None):
         self.config, self.task, self.distribution = config, task, distribution
+        self.time_limit, self.paused = time_limit, False
         self.train = config.train
         self.chief = distribution.chief
         self.verbose = verbose and self.chief
@@ -338,7 +355,23 @@ class Loop:
                 validation = self._validate(step)
             if step % self.train.checkpoint_every == 0 or step == total:
                 self._save(step)
+            elif self._out_of_time(began):
+                self._save(step)
+            if step < total and self._out_of_time(began):
+                return self._pause(step)
         return self.finish(validation, trained, time.perf_counter() - began)
+
+    def _out_of_time(self, began):
+        return self.time_limit is not None and time.perf_counter() - began >= self.time_limit
+
+    def _pause(self, step):
+        """Stop at `step` (checkpointed) because the time limit passed."""
+        self.paused = True
+        self.say(f"paused at step {step} of {self.train.num_train_steps}: the time limit of "
+                 f"{self.time_limit:g} s passed; rerun the same command to resume from "
+                 f"{self.checkpoint_path(step)}")
+        self._finished()
+        return None
 
     def finish(self, validation, trained, wall):
         """Test evaluation, metrics.json and model.keras (chief only, written atomically)."""
@@ -365,6 +398,7 @@ class Loop:
             "peak_memory_mb": peak_memory_mb(),
             "replicas": self.distribution.replicas,
             "backend": keras.backend.backend(),
+            "device": self.distribution.device(),
         }
         if self.chief:
             files.write_json(self.run_dir / "metrics.json", self.metrics)

@@ -16,7 +16,7 @@ import keras
 
 from arena_tf import distribute
 from arena_tf.training.errors import DataMismatchError, TrainingError, first_line, op_error_cause
-from arena_tf.training.loop import Loop
+from arena_tf.training.loop import Loop, cpu_device
 
 
 class Distribution:
@@ -29,6 +29,15 @@ class Distribution:
 
     def describe(self):
         return distribute.describe(self.strategy)
+
+    def device(self):
+        """What results name the device: the GPU's or TPU's name (x replicas), else the CPU."""
+        accelerators = tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices(
+            "TPU")
+        if not accelerators:
+            return cpu_device()
+        details = tf.config.experimental.get_device_details(accelerators[0])
+        return f"{details.get('device_name', accelerators[0].device_type)} x{self.replicas}"
 
 
 class Trainer(Loop):

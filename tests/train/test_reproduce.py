@@ -98,3 +98,20 @@ def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path)
     assert "| `linear` | 45.0 | 50.0 | 16.13 | 17.0 | met |" in text
     assert "| `s4d` | 45.0 | 50.0 | 60.00 | 17.0 | missed (50.0) |" in text
     assert "`s4d` 50.0%" in reproduce.suite_heading(suite)
+
+
+def test_a_time_limit_pauses_at_a_checkpoint_and_resume_finishes(setting, capfd):
+    """Long runs go in chunks (a lent machine's ten-minute commands): at --time_limit the run
+    checkpoints the step it reached and exits 3, the suite stops there, and --resume continues it
+    to the end."""
+    suite, runs_dir, results, doc, suites = setting
+    (linear,) = reproduce.plan(suite, ["linear"], runs_dir=runs_dir)
+    runs = reproduce.plan(suite, ["linear"], runs_dir=runs_dir)
+    # a limit of 0 s: every run trains one step, then pauses
+    assert reproduce.run_suite(suite, runs, False, results, doc, suites, time_limit=0) == 0
+    out = capfd.readouterr().out
+    assert "paused at step 1 of 4" in out and "rerun with --resume to continue it" in out
+    assert linear.state() == "interrupted" and not results.exists()
+    assert reproduce.checkpoint_steps(linear.run_dir / "checkpoints") == [1]
+    assert run_suite(setting, ["linear"], resume=True) == 1
+    assert json.loads(results.read_text())[0]["steps"] == STEPS

@@ -39,8 +39,11 @@ RUNS = pathlib.Path("runs") / "reproduce"
 
 @dataclasses.dataclass(frozen=True)
 class Suite:
+    """One task (`task: listops`) or several (`task: [listops, image]`: each run's directory and
+    row then name the task, and `paper` gives {task: {mechanism: number}})."""
+
     name: str
-    task: str
+    task: object  # a task name, or a list of them
     mechanisms: tuple
     seeds: tuple
     seeds_per_mechanism: dict
@@ -53,6 +56,14 @@ class Suite:
     overrides_per_mechanism: dict = dataclasses.field(default_factory=dict)
     target_per_mechanism: dict = dataclasses.field(default_factory=dict)
     paper_source: str = "LRA paper"  # where the `paper` numbers come from
+
+    @property
+    def tasks(self):
+        return (self.task,) if isinstance(self.task, str) else tuple(self.task)
+
+    def paper_of(self, task):
+        """{mechanism: the paper's number} for `task`."""
+        return self.paper if isinstance(self.task, str) else self.paper.get(task, {})
 
     def seeds_of(self, mechanism):
         return tuple(self.seeds_per_mechanism.get(mechanism, self.seeds))
@@ -70,16 +81,24 @@ class Run:
     mechanism: str
     seed: int
     runs_dir: pathlib.Path
+    task: str = None  # the suite's task where it has one
+
+    @property
+    def task_name(self):
+        return self.task or self.suite.tasks[0]
 
     @property
     def run_dir(self):
-        return self.runs_dir / self.suite.name / f"{self.mechanism}-seed{self.seed}"
+        folder = self.runs_dir / self.suite.name
+        if len(self.suite.tasks) > 1:
+            folder = folder / self.task_name
+        return folder / f"{self.mechanism}-seed{self.seed}"
 
     @property
     def arguments(self):
         """The train command's arguments after `python -m arena_tf.train`."""
         suite = self.suite
-        return [f"--task={suite.task}", f"--model={self.mechanism}",
+        return [f"--task={self.task_name}", f"--model={self.mechanism}",
                 *([f"--preset={suite.preset}"] if suite.preset else []),
                 *(f"--set={value}" for value in suite.overrides_of(self.mechanism)),
                 f"--set=train.seed={self.seed}", f"--run_dir={self.run_dir}",
@@ -123,7 +142,8 @@ def plan(suite, mechanisms=None, seeds=None, runs_dir=RUNS):
     if unknown:
         raise cli.UsageError(f"mechanism {unknown[0]!r} is not in suite {suite.name}",
                              f"some of {', '.join(suite.mechanisms)}", "fix --mechanisms")
-    return [Run(suite, mechanism, seed, pathlib.Path(runs_dir))
+    return [Run(suite, mechanism, seed, pathlib.Path(runs_dir), task)
+            for task in suite.tasks
             for mechanism in suite.mechanisms if mechanism in chosen
             for seed in (seeds if seeds is not None else suite.seeds_of(mechanism))]
 
@@ -150,7 +170,7 @@ def result_row(run):
     metrics = json.loads((run.run_dir / "metrics.json").read_text())
     curve = read_scalars(run.run_dir / "validation").get("accuracy", {})
     return {
-        "suite": run.suite.name, "task": run.suite.task, "mechanism": run.mechanism,
+        "suite": run.suite.name, "task": run.task_name, "mechanism": run.mechanism,
         "seed": run.seed, "test_accuracy": metrics["test_accuracy"],
         "best_val_accuracy": max(curve.values(), default=metrics["validation_accuracy"]),
         "chance": metrics.get("test_chance"), "test_examples": metrics["test_examples"],
@@ -169,7 +189,7 @@ def read_results(path=RESULTS):
 
 def record(row, path=RESULTS):
     """results.json with `row` in place of any row of the same suite, mechanism and seed."""
-    key = lambda r: (r["suite"], r["mechanism"], r["seed"])  # noqa: E731
+    key = lambda r: (r["suite"], r["task"], r["mechanism"], r["seed"])  # noqa: E731
     rows = [r for r in read_results(path) if key(r) != key(row)] + [row]
     rows.sort(key=key)
     pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -188,12 +208,14 @@ def spread(values):
     return f"{mean:.1f} ± {statistics.stdev(values):.1f} ({len(values)} seeds)"
 
 
-def suite_table(name, rows, suite):
-    """Per mechanism: ours (mean, spread), the paper's number, chance, and the target's verdict."""
+def suite_table(name, rows, suite, task=None):
+    """Per mechanism: ours (mean, spread), the paper's number, chance, and the target's verdict
+    (of `task`, for a suite of several)."""
     lines = []
+    task = task or (suite.tasks[0] if suite else None)
     for mechanism in (suite.mechanisms if suite else sorted({r["mechanism"] for r in rows})):
         done = [r for r in rows if r["mechanism"] == mechanism]
-        paper = suite.paper.get(mechanism) if suite else None
+        paper = suite.paper_of(task).get(mechanism) if suite else None
         paper_cell = "" if paper is None else f"{paper:.2f}"
         if not done:
             lines.append([f"`{mechanism}`", "missing: not run yet", "", paper_cell, "", ""])
@@ -213,7 +235,8 @@ def suite_table(name, rows, suite):
 
 def suite_heading(suite):
     """What a suite trains: task, preset, target and its own settings."""
-    text = f"Task `{suite.task}`, preset `{suite.preset or 'none'}`"
+    names = ", ".join(f"`{task}`" for task in suite.tasks)
+    text = f"Task{'s' if len(suite.tasks) > 1 else ''} {names}, preset `{suite.preset or 'none'}`"
     if suite.target:
         text += f"; target: every mechanism at or above {suite.target}%"
     own = ", ".join(f"`{m}` {t}%" for m, t in suite.target_per_mechanism.items())
@@ -234,10 +257,12 @@ def plot_curves(name, rows, path):
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
+    several = len({row["task"] for row in rows}) > 1
     for row in rows:
         if row.get("validation_curve"):
             steps, values = zip(*row["validation_curve"])
-            axes.plot(steps, [100 * v for v in values], label=f"{row['mechanism']} s{row['seed']}")
+            label = f"{row['task'] + ' ' if several else ''}{row['mechanism']} s{row['seed']}"
+            axes.plot(steps, [100 * v for v in values], label=label)
     axes.set(xlabel="step", ylabel="validation accuracy (%)", title=f"{name}: learning curves")
     axes.legend(fontsize=7, ncol=2)
     figure.tight_layout()
@@ -263,7 +288,12 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
         parts.append(f"## {name}\n")
         if suite:
             parts.append(suite_heading(suite))
-        parts.append(suite_table(name, mine, suite) + "\n")
+        tasks = suite.tasks if suite else sorted({r["task"] for r in mine})
+        for task in tasks:
+            if len(tasks) > 1:
+                parts.append(f"### {task}\n")
+            parts.append(suite_table(name, [r for r in mine if r["task"] == task], suite, task)
+                         + "\n")
         if mine:
             image = doc.parent / "reproduction" / f"{name}.png"
             image.parent.mkdir(parents=True, exist_ok=True)
@@ -293,11 +323,12 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
         raise cli.UsageError(f"{len(interrupted)} run(s) of {suite.name} were interrupted ({names})",
                              "--resume to continue them from their checkpoints",
                              "rerun with --resume, or delete those run directories to start over")
-    recorded = {(r["mechanism"], r["seed"]) for r in read_results(results) if r["suite"] == suite.name}
+    recorded = {(r["task"], r["mechanism"], r["seed"]) for r in read_results(results)
+                if r["suite"] == suite.name}
     trained = 0
     for number, run in enumerate(runs, 1):
         state = run.state()
-        if state == "done" and (run.mechanism, run.seed) in recorded:
+        if state == "done" and (run.task_name, run.mechanism, run.seed) in recorded:
             print(f"reproduce: [{number}/{len(runs)}] {run.run_dir} done", flush=True)
             continue
         if state != "done":

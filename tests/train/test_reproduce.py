@@ -115,3 +115,27 @@ def test_a_time_limit_pauses_at_a_checkpoint_and_resume_finishes(setting, capfd)
     assert reproduce.checkpoint_steps(linear.run_dir / "checkpoints") == [1]
     assert run_suite(setting, ["linear"], resume=True) == 1
     assert json.loads(results.read_text())[0]["steps"] == STEPS
+
+
+def test_a_suite_of_several_tasks_runs_each_and_reports_each_beside_its_paper(tmp_path):
+    (tmp_path / "two.yaml").write_text(yaml.safe_dump({
+        "task": ["listops", "image"], "mechanisms": ["full", "linear"],
+        "paper": {"listops": {"full": 36.37, "linear": 16.13}, "image": {"full": 42.44}},
+    }))
+    suite = reproduce.load_suite("two", tmp_path)
+    runs = reproduce.plan(suite, runs_dir=tmp_path / "runs")
+    assert [(run.task_name, run.mechanism) for run in runs] == [
+        ("listops", "full"), ("listops", "linear"), ("image", "full"), ("image", "linear")]
+    assert runs[2].run_dir == tmp_path / "runs" / "two" / "image" / "full-seed0"
+    assert runs[2].command.startswith("python -m arena_tf.train --task=image --model=full")
+    rows = [{"suite": "two", "task": "image", "mechanism": "full", "seed": 0,
+             "test_accuracy": 0.4, "best_val_accuracy": 0.41, "chance": 0.1, "steps": 9,
+             "train_seconds": 60, "device": "NVIDIA H100 x1", "git_commit": "abc",
+             "command": runs[2].command}]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(rows))
+    text = reproduce.report(results, tmp_path / "doc.md", tmp_path).read_text()
+    listops, image = text.split("### listops\n")[1].split("### image\n")
+    assert "| `full` | missing: not run yet |  | 36.37 |" in listops
+    assert "| `full` | 40.0 | 41.0 | 42.44 | 10.0 |" in image
+    assert "| `linear` | missing: not run yet |" in image

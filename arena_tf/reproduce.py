@@ -17,6 +17,7 @@ alone: every number of docs/reproduction.md comes from a run of its own command.
 import dataclasses
 import datetime
 import json
+import os
 import pathlib
 import statistics
 import subprocess
@@ -135,16 +136,23 @@ def load_suite(name, suites_dir=SUITES):
                                "overrides": tuple(raw.get("overrides", ()))})
 
 
-def plan(suite, mechanisms=None, seeds=None, runs_dir=RUNS):
-    """The suite's runs (restricted to `mechanisms` and `seeds` when given), in suite order."""
-    chosen = mechanisms or suite.mechanisms
-    unknown = sorted(set(chosen) - set(suite.mechanisms))
+def chosen(what, asked, available, suite):
+    """`asked` (or all of `available`), refused in one line where it names one not available."""
+    unknown = sorted(set(asked or ()) - set(available))
     if unknown:
-        raise cli.UsageError(f"mechanism {unknown[0]!r} is not in suite {suite.name}",
-                             f"some of {', '.join(suite.mechanisms)}", "fix --mechanisms")
+        raise cli.UsageError(f"{what} {unknown[0]!r} is not in suite {suite.name}",
+                             f"some of {', '.join(available)}", f"fix --{what}s")
+    return asked or available
+
+
+def plan(suite, mechanisms=None, seeds=None, runs_dir=RUNS, tasks=None):
+    """The suite's runs (restricted to `mechanisms`, `seeds` and `tasks` when given), in suite
+    order."""
+    mechanisms = chosen("mechanism", mechanisms, suite.mechanisms, suite)
+    tasks = chosen("task", tasks, suite.tasks, suite)
     return [Run(suite, mechanism, seed, pathlib.Path(runs_dir), task)
-            for task in suite.tasks
-            for mechanism in suite.mechanisms if mechanism in chosen
+            for task in suite.tasks if task in tasks
+            for mechanism in suite.mechanisms if mechanism in mechanisms
             for seed in (seeds if seeds is not None else suite.seeds_of(mechanism))]
 
 
@@ -152,7 +160,10 @@ def plan(suite, mechanisms=None, seeds=None, runs_dir=RUNS):
 
 
 def git_commit():
-    """The checkout's commit, '+dirty' when tracked files differ from it; None outside git."""
+    """The checkout's commit, '+dirty' when tracked files differ from it; outside git (a copy of
+    the working tree on a lent machine) the ARENA_TF_COMMIT the copy was made from, else None."""
+    if os.environ.get("ARENA_TF_COMMIT"):
+        return os.environ["ARENA_TF_COMMIT"]
     try:
         commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
                                 capture_output=True, text=True, check=True).stdout.strip()
@@ -375,6 +386,7 @@ def parse_args(argv):
     parser.add_argument("suite", help="a suite of configs/suites/, or 'report'")
     parser.add_argument("--mechanisms", help="comma-separated subset of the suite's mechanisms")
     parser.add_argument("--seeds", help="comma-separated seeds (default: the suite's)")
+    parser.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
     parser.add_argument("--resume", action="store_true", help="continue interrupted runs")
     parser.add_argument("--list", action="store_true", help="show each run's state; train nothing")
     parser.add_argument("--time_limit", type=int, metavar="SECONDS",
@@ -392,7 +404,8 @@ def main(argv=None):
             return 0
         suite = load_suite(args.suite)
         runs = plan(suite, args.mechanisms and args.mechanisms.split(","),
-                    args.seeds and numbers(args.seeds, "seeds"))
+                    args.seeds and numbers(args.seeds, "seeds"),
+                    tasks=args.tasks and args.tasks.split(","))
         if args.list:
             show_plan(runs)
             return 0

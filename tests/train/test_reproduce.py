@@ -128,6 +128,10 @@ def test_a_suite_of_several_tasks_runs_each_and_reports_each_beside_its_paper(tm
         ("listops", "full"), ("listops", "linear"), ("image", "full"), ("image", "linear")]
     assert runs[2].run_dir == tmp_path / "runs" / "two" / "image" / "full-seed0"
     assert runs[2].command.startswith("python -m arena_tf.train --task=image --model=full")
+    assert reproduce.plan(suite, ["linear"], tasks=["image"],
+                          runs_dir=tmp_path / "runs") == runs[3:]
+    with pytest.raises(reproduce.cli.UsageError, match="task 'text' is not in suite two"):
+        reproduce.plan(suite, tasks=["text"])
     rows = [{"suite": "two", "task": "image", "mechanism": "full", "seed": 0,
              "test_accuracy": 0.4, "best_val_accuracy": 0.41, "chance": 0.1, "steps": 9,
              "train_seconds": 60, "device": "NVIDIA H100 x1", "git_commit": "abc",

@@ -27,7 +27,7 @@ TF = [
 
 EXTRAS = {
     "tf": TF,
-    # Training under KERAS_BACKEND=jax without TensorFlow (CPU wheels; on a GPU, jax[cuda12]).
+    # Training under KERAS_BACKEND=jax without TensorFlow (CPU wheels; a GPU adds its CUDA plugin).
     "jax": ["jax>=0.10,<0.11", "jaxlib>=0.10,<0.11"],
     # onnxruntime-gpu *replaces* onnxruntime: uninstall onnxruntime first (see README).
     "gpu": ["tensorflow[and-cuda]>=2.20,<2.21", "onnxruntime-gpu>=1.20,<2"],

@@ -1,11 +1,12 @@
-"""Command line: `python -m arena_tf.benchmark layers|train|xla|report|profile [options]` (--help)."""
+"""Command line: `python -m arena_tf.benchmark layers|train|xla|report|profile [options]`
+(--help)."""
 
 import pathlib
 import sys
 
 import arena_tf.layers as attention_layers
 from arena_tf import cli
-from arena_tf.benchmark import layers, peers, training
+from arena_tf.benchmark import backends, layers, peers, training
 
 RESULTS = pathlib.Path("docs/efficiency")
 XLA_MODES = {"both": (False, True), "off": (False,), "on": (True,)}
@@ -28,8 +29,13 @@ def common_options(parser, lengths, output):
 def layer_parser(commands):
     parser = commands.add_parser("layers", help="each mechanism and peer alone")
     common_options(parser, layers.DEFAULT_LENGTHS, RESULTS / "layers.json")
-    parser.add_argument("--peers", nargs="*", default=list(peers.PEERS), choices=list(peers.PEERS),
-                        metavar="PEER", help=f"peers to compare (default: {', '.join(peers.PEERS)})")
+    by_backend = "; ".join(f"{name}: {', '.join(peers.names(name))}" for name in peers.BY_BACKEND)
+    parser.add_argument("--backend", default=backends.DEFAULT, metavar="NAME",
+                        help=f"Keras backend to measure under, one of "
+                             f"{', '.join(backends.BACKENDS)} (default: {backends.DEFAULT}); each "
+                             "measurement runs in a child process with KERAS_BACKEND set to it")
+    parser.add_argument("--peers", nargs="*", default=None, choices=peers.names(), metavar="PEER",
+                        help=f"peers to compare (default: all of the backend's; {by_backend})")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--head-dim", type=int, default=64)

@@ -21,7 +21,7 @@ from arena_tf import files
 # kind -> "module:function" measuring one spec in the current process.
 MEASUREMENTS = {
     "layer": "arena_tf.benchmark.layers:measure",
-    "peer": "arena_tf.benchmark.peers:measure",
+    "peer": "arena_tf.benchmark.layers:measure_peer",
     "agreement": "arena_tf.benchmark.peers:agreement",
     "train": "arena_tf.benchmark.training:measure",
     "matmul": "arena_tf.benchmark.machine:measure_matmul",
@@ -37,13 +37,15 @@ def measurement(kind):
     return getattr(importlib.import_module(module), function)
 
 
-def run(kind, spec, timeout=None):
-    """Measure `spec` in a fresh process; its result dict, or {"error": what went wrong}."""
+def run(kind, spec, timeout=None, environment=None):
+    """Measure `spec` in a fresh process, with `environment` added to ours (KERAS_BACKEND: the
+    backend it measures under); its result dict, or {"error": what went wrong}."""
     measurement(kind)  # an unknown kind fails here, not in the child
     with tempfile.TemporaryDirectory(prefix="arena_bench_") as tmp:
         out = pathlib.Path(tmp) / "result.json"
         command = [sys.executable, "-m", __name__, kind, json.dumps(spec), str(out)]
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONWARNINGS": "ignore"}
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONWARNINGS": "ignore",
+               **(environment or {})}
         try:
             done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -53,9 +55,10 @@ def run(kind, spec, timeout=None):
         return json.loads(out.read_text())
 
 
-def run_here(kind, spec, timeout=None):
+def run_here(kind, spec, timeout=None, environment=None):
     """Measure `spec` in this process: for quick checks only, since peaks then include all
-    earlier work of the process (`timeout` is not enforced). Errors become {"error": ...}."""
+    earlier work of the process (`timeout` is not enforced; `environment` is this process's own,
+    whose Keras backend the caller has checked). Errors become {"error": ...}."""
     try:
         return json.loads(json.dumps(measurement(kind)(spec)))
     except Exception as error:  # noqa: BLE001 (one failed configuration must not stop a sweep)

@@ -32,10 +32,10 @@ def load_average():
     return os.getloadavg()[0]
 
 
-def versions():
+def versions(libraries=LIBRARIES):
     """{library: version} of the libraries the numbers depend on (absent ones omitted)."""
     found = {"python": platform.python_version()}
-    for name in LIBRARIES:
+    for name in libraries:
         try:
             found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -43,45 +43,61 @@ def versions():
     return found
 
 
-def describe():
-    """The machine record stored with every result file."""
+def describe(libraries=LIBRARIES):
+    """The machine record stored with every result file (with the versions of `libraries`)."""
     return {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "memory_gb": round(memory_gb(), 1),
         "platform": platform.platform(),
-        "versions": versions(),
+        "versions": versions(libraries),
     }
 
 
-def matmul_rate(size=2048, repeats=10):
-    """Best GFLOP/s of a float32 [size, size] @ [size, size] tf.matmul (2 size^3 FLOPs) over
-    `repeats` timed calls: the machine's dense rate, least disturbed by other work."""
-    import tensorflow as tf
-
+def operands(size):
+    """The two float32 [size, size] matrices every backend's matmul rate multiplies."""
     rng = np.random.default_rng(0)
-    a, b = (tf.constant(rng.standard_normal((size, size)), tf.float32) for _ in range(2))
-    product = tf.function(lambda: tf.matmul(a, b))
-    product().numpy()  # trace and warm up
+    return [rng.standard_normal((size, size)).astype(np.float32) for _ in range(2)]
+
+
+def matmul_rate(size=2048, repeats=10, product=None):
+    """Best GFLOP/s of a float32 [size, size] @ [size, size] matmul (2 size^3 FLOPs) over
+    `repeats` timed calls of `product(size)` (a blocking call; by default the matmul of this
+    process's Keras backend): the machine's dense rate, least disturbed by other work."""
+    if product is None:
+        from arena_tf.benchmark import backends
+
+        product = backends.current().matmul_product
+    call = product(size)
+    call()  # trace and warm up
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
-        product().numpy()
+        call()
         seconds.append(time.perf_counter() - start)
     return 2 * size**3 / min(seconds) / 1e9
 
 
 def measure_matmul(spec):
-    """Child-process entry: the best rate over square sizes up to spec["size"] (1024 to it)."""
+    """Child-process entry: the best rate over square sizes up to spec["size"] (1024 to it), with
+    the matmul of the process's Keras backend, and the device it ran on where the backend names
+    one (`device_record`)."""
+    from arena_tf.benchmark import backends
+
+    measurer = backends.current()
     sizes = sorted({min(1024, spec["size"]), min(2048, spec["size"]), spec["size"]})
-    rates = {size: matmul_rate(size, spec.get("repeats", 10)) for size in sizes}
+    rates = {size: matmul_rate(size, spec.get("repeats", 10), measurer.matmul_product)
+             for size in sizes}
     best = max(rates, key=rates.get)
-    return {"gflops": rates[best], "size": best, "by_size": rates, "load": load_average()}
+    return {"gflops": rates[best], "size": best, "by_size": rates, "load": load_average(),
+            **measurer.device_record()}
 
 
-def run_record(benchmark, options):
-    """The header of a results file: machine, options (JSON-safe), start time and load."""
+def run_record(benchmark, options, libraries=LIBRARIES):
+    """The header of a results file: machine (with the versions of `libraries`), options
+    (JSON-safe), start time and load."""
     shown = {key: value if isinstance(value, (int, float, str, bool, list, tuple, type(None)))
-             else str(value) for key, value in vars(options).items() if key not in ("command", "run")}
-    return {"benchmark": benchmark, "machine": describe(), "options": shown,
+             else str(value)
+             for key, value in vars(options).items() if key not in ("command", "run")}
+    return {"benchmark": benchmark, "machine": describe(libraries), "options": shown,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "load_start": load_average()}

@@ -1,9 +1,12 @@
-"""Memory: the process's resident set (current and peak) and the estimate behind the skip rule.
+"""Memory: the process's resident set (current and peak), the estimate behind the skip rule, and
+what a row's peak figure is (`PEAK_SOURCES`).
 
 Each configuration runs in a fresh process, so its peak resident set is its own; what it adds is
 reported as the peak above the resident set measured just before the first call (TensorFlow's
 own ~0.5 GB and the weights are the baseline). `tf.config.experimental.get_memory_info` reports
-zeros on CPU, hence the resident set.
+zeros on CPU, hence the resident set. Under JAX the figure is the device's peak, or XLA's memory
+analysis of the compiled call where the device keeps no statistics (`jax_measure`); each stage
+then names its "peak_source".
 """
 
 import resource
@@ -14,6 +17,17 @@ FLOAT_BYTES = 4
 # their gradients), and model-width activations ([batch, length, width] tensors) at the same time.
 ATTENTION_COPIES = 4
 ACTIVATION_COPIES = 32
+# A stage's "peak_source" -> (its console text, what its tables' heading says the MB are). Stages
+# without one (TensorFlow's) are the resident set.
+RESIDENT_SET = "resident_set"
+PEAK_SOURCES = {
+    RESIDENT_SET: ("peak +{:7.0f} MB", "MB above baseline"),
+    "xla_memory_analysis": (
+        "peak {:7.0f} MB (XLA memory analysis)",
+        "MB: XLA's memory analysis of the compiled executable, arguments + outputs + temporaries"),
+    "device_peak_bytes_in_use": ("peak {:7.0f} MB (device peak)",
+                                 "MB: the device's peak_bytes_in_use"),
+}
 
 
 def current_rss_mb():
@@ -40,3 +54,20 @@ def over_cap(estimate_gb, cap_gb):
     if estimate_gb <= cap_gb:
         return None
     return f"estimated {estimate_gb:.1f} GB exceeds the {cap_gb:g} GB memory cap"
+
+
+def peak_source(stats):
+    """What the "peak_mb" of a stage's statistics is (a key of PEAK_SOURCES)."""
+    return stats.get("peak_source", RESIDENT_SET)
+
+
+def describe_peak(stats):
+    """The console text of a stage's peak memory."""
+    return PEAK_SOURCES[peak_source(stats)][0].format(stats["peak_mb"])
+
+
+def peak_heading(rows, stage="train"):
+    """What the peak memory of `rows` is, for a table heading ("MB above baseline" unless the
+    rows were measured otherwise)."""
+    sources = {peak_source(row[stage]) for row in rows if row.get(stage)} or {RESIDENT_SET}
+    return "; ".join(PEAK_SOURCES[source][1] for source in sorted(sources))

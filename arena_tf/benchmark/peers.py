@@ -1,5 +1,9 @@
-"""The peers our layers are measured against, on identical shapes.
+"""The peers our layers are measured against, on identical shapes: what each is, how to build it
+and whether it computes our counterpart's function (`agreement`), one registry per Keras backend
+(`BY_BACKEND`). Timing and memory are measured by `layers`, which imports this module, never the
+other way round.
 
+Under TensorFlow (`PEERS`):
 - `keras_mha`: keras.layers.MultiHeadAttention (Keras 3), against `full`.
 - From tf-models-official (the `peers` extra; tf_keras layers, each measured in its own process):
   `kernel_exp` = KernelAttention(feature_transform="exp"), FAVOR+ with 256 random features, against
@@ -7,6 +11,11 @@
   scale=1), the linear attention of Katharopoulos et al., against `linear`; `bigbird_tfm` =
   BigBirdAttention (block 64, 3 random blocks), against `bigbird`; `block_sparse` =
   BlockSparseAttention (block-diagonal, block 64), against `local` with block 64.
+
+Under JAX (`JAX_PEERS`): `jax_dpa` = `jax.nn.dot_product_attention` between projections in
+MultiHeadAttention's layout, against `full`; its implementation ("cudnn" on a GPU that compiles it
+for float32, "xla" otherwise: `jax_measure.attention_implementation`) comes from the device record
+(`Peer.device_params`) and is part of its row's label, e.g. `jax_dpa[implementation=xla]`.
 
 Where a peer computes the same function as its counterpart (`same_function`), `agreement` copies our
 weights into the peer (and our random features, for FAVOR+) and compares the outputs on one input
@@ -16,9 +25,10 @@ its first 1024 tokens), so it is timed but not compared.
 
 import dataclasses
 
+import keras
 import numpy as np
 
-from arena_tf.benchmark import costs, isolated
+from arena_tf.benchmark import backends, costs, isolated
 
 # The peers' random features (KernelAttention) and ours differ unless copied; after copying, the
 # only differences are the stabilisers and the 1e-6 added to the normaliser.
@@ -41,6 +51,8 @@ class Peer:
     agreement_scale: float = 1.0
     # What is known to differ from the counterpart, for the report.
     note: str = ""
+    # Builder parameters taken from the device record of the run: {parameter: record key}.
+    device_params: dict = dataclasses.field(default_factory=dict)
 
 
 PEERS = {
@@ -61,7 +73,8 @@ PEERS = {
         "BlockSparseAttention, tf-models-official", "local", {"block_size": 64}, "_block_sparse",
         True, note=(
             "normalises each block's softmax over the queries, not the keys: its tf_keras "
-            "MultiHeadAttention base sets the softmax axis for rank-4 scores [B, N, T, S] (axis 3), "
+            "MultiHeadAttention base sets the softmax axis for rank-4 scores [B, N, T, S] "
+            "(axis 3), "
             "which on its rank-5 block scores [B, N, blocks, query, key] is the query axis; "
             "reproduced exactly by a softmax over axis 3, while ours equals the one over axis 4. "
             "Same operations and cost, so its time is still comparable."
@@ -70,10 +83,32 @@ PEERS = {
 }
 
 
+JAX_PEERS = {
+    "jax_dpa": Peer("jax.nn.dot_product_attention (JAX)", "full", {}, "_jax_dot_product", True,
+                    device_params={"implementation": "attention_implementation"}),
+}
+# Keras backend -> its peers (a peer is a layer of one backend only).
+BY_BACKEND = {"tensorflow": PEERS, "jax": JAX_PEERS}
+
+
 def lookup(name):
-    if name not in PEERS:
-        raise ValueError(f"unknown peer {name!r}; expected one of {', '.join(PEERS)}")
-    return PEERS[name]
+    """The Peer named `name`, of any backend."""
+    for registry in BY_BACKEND.values():
+        if name in registry:
+            return registry[name]
+    known = [peer for registry in BY_BACKEND.values() for peer in registry]
+    raise ValueError(f"unknown peer {name!r}; expected one of {', '.join(known)}")
+
+
+def names(backend=None):
+    """The peers of Keras backend `backend` (of every backend when None), in registry order."""
+    chosen = BY_BACKEND.values() if backend is None else [BY_BACKEND[backend]]
+    return [name for registry in chosen for name in registry]
+
+
+def build_params(name, device):
+    """The builder parameters of peer `name` on the device of a run (its results' "backend")."""
+    return {param: device[key] for param, key in lookup(name).device_params.items()}
 
 
 # -- builders: (layer, call(x, training)) on a shape --------------------------------------------
@@ -125,23 +160,55 @@ def _block_sparse(shape, seed):
     return layer, lambda x, training: layer(x, x, training=training)
 
 
-def build(name, shape, seed=0):
-    """(layer, call) of peer `name` for inputs of `shape`."""
-    return globals()[lookup(name).build](shape, seed)
+class DotProductAttention(keras.layers.Layer):
+    """Self-attention around `jax.nn.dot_product_attention` (JAX backend only): query / key /
+    value / output projections in keras.layers.MultiHeadAttention's layout, so `copy_projections`
+    copies ours in, and JAX's attention, of `implementation` ("xla" or "cudnn"), between them."""
+
+    def __init__(self, num_heads, head_dim, implementation="xla", seed=0, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads, self.head_dim, self.implementation = num_heads, head_dim, implementation
+        heads = (None, num_heads, head_dim)
+        self._query_dense, self._key_dense, self._value_dense = (
+            self._projection("btw,whd->bthd", heads, "hd", seed + i) for i in range(3))
+        self._output_dense = self._projection("bthd,hdw->btw", (None, num_heads * head_dim), "w",
+                                              seed + 3)
+
+    @staticmethod
+    def _projection(equation, output_shape, bias_axes, seed):
+        return keras.layers.EinsumDense(equation, output_shape, bias_axes=bias_axes,
+                                        kernel_initializer=keras.initializers.GlorotUniform(seed))
+
+    def build(self, input_shape):
+        for dense in (self._query_dense, self._key_dense, self._value_dense):
+            dense.build(input_shape)
+        self._output_dense.build(tuple(input_shape[:2]) + (self.num_heads, self.head_dim))
+
+    def call(self, x, training=False):
+        q, k, v = (dense(x) for dense in (self._query_dense, self._key_dense, self._value_dense))
+        return self._output_dense(dot_product_attention(q, k, v, self.implementation))
 
 
-# -- in the child process -----------------------------------------------------------------------
+def dot_product_attention(q, k, v, implementation="xla"):
+    """softmax(q k^T / sqrt(d)) v by `jax.nn.dot_product_attention`, over [batch, length, heads,
+    head_dim] arrays (JAX's layout), no mask: the core of the `jax_dpa` peer."""
+    import jax
+
+    return jax.nn.dot_product_attention(q, k, v, implementation=implementation)
 
 
-def measure(spec):
-    """Child entry for a peer: build it on the spec's shape and measure it like our layers."""
-    import tensorflow as tf
+def _jax_dot_product(shape, seed, implementation="xla"):
+    layer = DotProductAttention(shape.heads, shape.head_dim, implementation, seed)
+    layer.build((shape.batch, shape.length, shape.width))
+    return layer, lambda x, training: layer(x, training=training)
 
-    from arena_tf.benchmark.layers import measure_call
 
-    shape = costs.Shape(**spec["shape"])
-    layer, call = build(spec["name"], shape, spec.get("seed", 0))
-    return measure_call(call, lambda: layer.trainable_variables, shape, spec, tf)
+def build(name, shape, seed=0, **params):
+    """(layer, call) of peer `name` for inputs of `shape`, with its builder's `params`."""
+    return globals()[lookup(name).build](shape, seed, **params)
+
+
+# -- agreement with our counterpart (in a child process of the peer's backend) -----------------
 
 
 def copy_projections(ours, peer, shape):
@@ -164,10 +231,8 @@ def copy_features(ours, peer):
 
 
 def agreement(spec):
-    """Child entry: our counterpart and the peer with copied weights on one input; the largest
-    output difference relative to the largest output."""
-    import tensorflow as tf
-
+    """Child entry: our counterpart and the peer (built with the spec's "params") with copied
+    weights on one input; the largest output difference relative to the largest output."""
     import arena_tf.layers as attention_layers
 
     peer_spec = lookup(spec["name"])
@@ -175,37 +240,41 @@ def agreement(spec):
     ours = attention_layers.get(peer_spec.counterpart, num_heads=shape.heads,
                                 head_dim=shape.head_dim, max_len=shape.length,
                                 **peer_spec.counterpart_params)
-    layer, call = build(spec["name"], shape)
-    x = tf.random.normal((shape.batch, shape.length, shape.width), seed=1)
+    layer, call = build(spec["name"], shape, **spec.get("params", {}))
+    x = backends.current().normal((shape.batch, shape.length, shape.width), seed=1)
     ours(x)
     call(x, False)  # builds the peer's weights
     copy_projections(ours, layer, shape)
     copy_features(ours, layer)
     differences = {}
     for scale in sorted({1.0, peer_spec.agreement_scale}):
-        expected, got = ours(x * scale).numpy(), call(x * scale, False).numpy()
+        expected, got = np.asarray(ours(x * scale)), np.asarray(call(x * scale, False))
         differences[scale] = float(np.max(np.abs(expected - got)) / np.max(np.abs(expected)))
     difference = differences[peer_spec.agreement_scale]
     return {"relative_difference": difference, "input_scale": peer_spec.agreement_scale,
             "unit_scale_difference": differences[1.0], "agrees": difference <= AGREEMENT_TOLERANCE}
 
 
-def check_agreement(name, length, measure=isolated.run, timeout=None):
-    """The agreement record of peer `name`, compared (by `measure`, a fresh process by default)
-    when it computes the same function."""
+def check_agreement(name, length, measure=isolated.run, timeout=None, params=None):
+    """The agreement record of peer `name` (built with `params`), compared (by `measure`, a fresh
+    process by default) when it computes the same function."""
     peer = lookup(name)
     record = {"peer": name, "title": peer.title, "counterpart": peer.counterpart,
               "counterpart_params": peer.counterpart_params, "length": length,
               "compared": peer.same_function, "note": peer.note}
+    built = {"params": params} if params else {}  # TensorFlow's peers have none
+    record.update(built)
     if peer.same_function:
         shape = costs.Shape(batch=2, length=length, heads=4, head_dim=64)
-        record.update(measure("agreement", {"name": name, "shape": vars(shape)}, timeout=timeout))
+        record.update(measure("agreement", {"name": name, "shape": vars(shape), **built},
+                              timeout=timeout))
     return record
 
 
 def describe_agreement(record):
     """One console line for an agreement record."""
-    head = f"{record['peer']} vs {record['counterpart']}:"
+    built = ",".join(f"{key}={value}" for key, value in sorted(record.get("params", {}).items()))
+    head = f"{record['peer']}{f'[{built}]' if built else ''} vs {record['counterpart']}:"
     if not record["compared"]:
         return f"{head} not compared (a different function; timed only)"
     if "error" in record:
@@ -214,4 +283,5 @@ def describe_agreement(record):
     scale = record["input_scale"]
     at = "" if scale == 1.0 else (f" on inputs x {scale:g}; on unit-scale inputs "
                                   f"{record['unit_scale_difference']:.1e}")
-    return f"{head} outputs {verdict} (max relative difference {record['relative_difference']:.1e}{at})"
+    return (f"{head} outputs {verdict} (max relative difference "
+            f"{record['relative_difference']:.1e}{at})")

@@ -5,13 +5,18 @@
 
 Any results file may be missing (its sections are left out). Hand-written findings (profiles of
 missed targets) in the notes file are included at the end, so the page stays generated.
+
+A layers results file measured under another Keras backend than TensorFlow (`layers --backend
+jax`) says so in its "backend" record; its sections are then labelled with the backend and device
+in their headings, and say how its calls ran and what its memory figures are (`METHODS`).
 """
 
+import dataclasses
 import json
 import pathlib
 
 from arena_tf import files
-from arena_tf.benchmark import paper, plots, targets, timing
+from arena_tf.benchmark import memory, paper, plots, targets, timing
 from arena_tf.cli import UsageError
 from arena_tf.markdown import table
 
@@ -25,6 +30,60 @@ def load(path):
     return json.loads(path.read_text()) if path.exists() else None
 
 
+# -- how a results file was measured ------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """How the layer numbers of one Keras backend were taken, in the report's words."""
+
+    label: str  # heading label ("" for TensorFlow, the page's default)
+    calls: str  # how the calls ran
+    memory: str  # what the memory figures are
+    matmul: str  # the product of the matmul rate
+    peer_flops: str  # the FLOP-check cells of a peer row
+
+
+METHODS = {
+    "tensorflow": Method("", "`tf.function`, no XLA",
+                         "memory is the peak resident set above the process's baseline",
+                         "tf.matmul", "n/a (einsum)"),
+    "jax": Method("JAX", "`jax.jit` (XLA; compile time excluded, stored as compile_s)",
+                  "memory is the device's peak_bytes_in_use where it keeps allocator statistics "
+                  "(a GPU), else (a CPU) XLA's memory analysis of the compiled call: arguments "
+                  "(weights and input) + outputs + temporaries",
+                  "jnp.matmul under jax.jit", "–"),
+}
+
+
+def backend_of(results):
+    """The results' backend record; files from before --backend are TensorFlow's."""
+    return results.get("backend", {"name": "tensorflow"})
+
+
+def method(results):
+    """The `Method` of the results' backend."""
+    return METHODS[backend_of(results)["name"]]
+
+
+def backend_label(results):
+    """A heading suffix, ' (JAX on cpu)', so that no other backend's numbers read as
+    TensorFlow's; '' for TensorFlow's."""
+    label = method(results).label
+    device = backend_of(results).get("kind", "an unrecorded device")
+    return f" ({label} on {device})" if label else ""
+
+
+def backend_line(results):
+    """The conditions line of a backend record that names its device, else None."""
+    record = backend_of(results)
+    if "kind" not in record:
+        return None
+    return (f"- Backend: Keras on {method(results).label}, device {record['kind']} (platform "
+            f"{record['platform']}, {record['count']} device(s)); the `jax_dpa` peer: "
+            f"{record['attention_note']}.")
+
+
 # -- conditions ---------------------------------------------------------------------------------
 
 
@@ -36,13 +95,15 @@ def conditions(results):
     lines = [
         f"- Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB "
         f"({machine['platform']}); {versions}.",
+        *filter(None, [backend_line(results)]),
         f"- Run {results['started']} to {results.get('finished', '(unfinished)')}; 1-minute load "
         f"average {fmt(results['load_start'], '.1f')} at the start"
         + (f", {min(loads):.1f}-{max(loads):.1f} after each configuration" if loads else "") + ".",
     ]
     if "matmul" in results:
         rates = ", ".join(f"{m['gflops']:.1f}" for m in results["matmul"])
-        lines.append(f"- Dense float32 matmul rate (tf.matmul of square matrices up to "
+        lines.append(f"- Dense float32 matmul rate ({method(results).matmul} of square "
+                     "matrices up to "
                      f"{results['options'].get('matmul_size')}, best call of the best size), "
                      f"measured at the start and end of the run: {rates} GFLOP/s; fractions of "
                      "the matmul rate use the higher.")
@@ -94,7 +155,7 @@ def length_table(rows, stage, value, spec):
     return table(["mechanism / peer"] + [str(n) for n in lengths], body)
 
 
-def detail_table(rows, length):
+def detail_table(rows, length, peer_flops="n/a (einsum)"):
     body = []
     for row in rows:
         if row["length"] != length or "train" not in row:
@@ -103,8 +164,8 @@ def detail_table(rows, length):
         fwd_check = ratio(profiled.get("forward_matmul_flops"), row["formula_flops"])
         train_check = ratio(profiled.get("train_matmul_flops"), row["formula_train_flops"])
         checks = [fmt(fwd_check, ".3f"), fmt(train_check, ".2f")]
-        if row["kind"] == "peer":  # their products are tf.einsum, which has no FLOP statistics
-            checks = ["n/a (einsum)"] * 2
+        if row["kind"] == "peer":  # TensorFlow's: tf.einsum, which has no FLOP statistics
+            checks = [peer_flops] * 2
         fwd, train = row["forward"], row["train"]
         body.append([
             row["label"], params_cell(row),
@@ -147,7 +208,7 @@ def time_and_memory_tables(rows):
     return ["### Forward + backward time (ms)",
             length_table(rows, "train", lambda s: s["median_ms"], ".1f"),
             "### Forward time (ms)", length_table(rows, "forward", lambda s: s["median_ms"], ".1f"),
-            "### Peak memory, forward + backward (MB above baseline)",
+            f"### Peak memory, forward + backward ({memory.peak_heading(rows)})",
             length_table(rows, "train", lambda s: s["peak_mb"], ".0f")]
 
 
@@ -156,13 +217,14 @@ def layer_section(results, output_dir):
     time_png = plots.time_plot(rows, output_dir / "efficiency_time.png")
     memory_png = plots.memory_plot(rows, output_dir / "efficiency_memory.png")
     shape = rows[0]["shape"] if rows else {}
+    width = shape.get("heads", 0) * shape.get("head_dim", 0)
     parts = [
-        "## One attention layer",
-        f"Inputs [batch {shape.get('batch')}, length, width {shape.get('heads', 0) * shape.get('head_dim', 0)}] "
-        f"({shape.get('heads')} heads of {shape.get('head_dim')}), float32, `tf.function`, no XLA. "
-        "Forward + backward takes gradients for the input and every weight. Times are medians "
-        "(interquartile spread relative to the median in brackets); memory is the peak resident "
-        "set above the process's baseline, each configuration in a fresh process. FLOPs count "
+        f"## One attention layer{backend_label(results)}",
+        f"Inputs [batch {shape.get('batch')}, length, width {width}] "
+        f"({shape.get('heads')} heads of {shape.get('head_dim')}), float32, "
+        f"{method(results).calls}. Forward + backward takes gradients for the input and every "
+        "weight. Times are medians (interquartile spread relative to the median in brackets); "
+        f"{method(results).memory}, each configuration in a fresh process. FLOPs count "
         "matrix products (2 per multiply-add) from each mechanism's formula "
         "(`arena_tf/benchmark/costs.py`); forward + backward is 3x the forward. Our mechanisms "
         "use the LRA parameters of `configs/models/`; rows named `name[param=value]` are the "
@@ -174,7 +236,8 @@ def layer_section(results, output_dir):
         f"![time vs length]({time_png.name})", f"![memory vs length]({memory_png.name})",
     ]
     for length in (4096,):
-        parts += [f"### Detail at {length}", detail_table(rows, length)]
+        parts += [f"### Detail at {length}",
+                  detail_table(rows, length, method(results).peer_flops)]
     parts += ["### Peers", "Outputs compared with our weights copied into the peer (and our "
               "random features, for FAVOR+), no padding, before any time is compared.",
               agreement_table(results.get("agreement", [])),
@@ -229,7 +292,8 @@ def train_cell(row, value, spec):
     """A training cell: the value (with the batch, bN, where memory made it smaller)."""
     if unmeasured(row):
         return unmeasured(row)
-    batch = "" if row["batch"] == row.get("requested_batch", row["batch"]) else f" (b{row['batch']})"
+    requested = row.get("requested_batch", row["batch"])
+    batch = "" if row["batch"] == requested else f" (b{row['batch']})"
     return format(value(row), spec) + batch
 
 
@@ -316,8 +380,9 @@ def train_section(results, output_dir, runs_dir):
         png = plots.figure3(points, output_dir / "efficiency_lra_figure3.png")
         parts += ["### Accuracy vs speed (LRA figure 3)",
                   "Accuracy: the LRA average over five tasks, ours from run directories where "
-                  "they exist (labelled), the paper's Table 1 otherwise; speed (examples per second, "
-                  "so a smaller batch does not look faster) and memory: ours at 4K, no XLA.", f"![LRA figure 3]({png.name})"]
+                  "they exist (labelled), the paper's Table 1 otherwise; speed (examples per "
+                  "second, so a smaller batch does not look faster) and memory: ours at 4K, no "
+                  "XLA.", f"![LRA figure 3]({png.name})"]
     return "\n\n".join(parts)
 
 
@@ -335,7 +400,8 @@ def mixer_section(runs, output_dir):
     for number, results in enumerate(runs):
         rows, shape = results["rows"], results["rows"][0]["shape"] if results["rows"] else {}
         parts += [f"### Batch {shape.get('batch')}, {shape.get('heads')} heads of "
-                  f"{shape.get('head_dim')}", conditions(results), *time_and_memory_tables(rows)]
+                  f"{shape.get('head_dim')}{backend_label(results)}", conditions(results),
+                  *time_and_memory_tables(rows)]
         if number == 0:
             time_png = plots.time_plot(rows, output_dir / "efficiency_mixers_time.png")
             memory_png = plots.memory_plot(rows, output_dir / "efficiency_mixers_memory.png")
@@ -350,7 +416,13 @@ def targets_section(layer_results, train_results, mixer_results=None):
     body = [[t["target"], fmt(t["value"], ".3g"), fmt(t["threshold"], ".3g"),
              {True: "met", False: "**missed**", None: "not measured"}[t["met"]], t["detail"]]
             for t in judged]
-    return "## Targets\n\n" + table(["target", "value", "threshold", "status", "detail"], body)
+    labels = [f"{kind} results{backend_label(results)}" for kind, results in
+              (("layer", layer_results), ("mixer", mixer_results))
+              if results and backend_label(results)]
+    measured = [f"Judged on the {' and the '.join(labels)}: not TensorFlow numbers."] \
+        if labels else []
+    return "\n\n".join(["## Targets", *measured,
+                         table(["target", "value", "threshold", "status", "detail"], body)])
 
 
 def render(layer_results, train_results, output_dir, runs_dir, notes, mixer_results=None):

@@ -18,6 +18,16 @@ def summarize(seconds):
     }
 
 
+# The keys of a measurement spec that `time_calls` takes (the command's --warmup, --repeats and
+# --max-seconds).
+CALL_OPTIONS = ("warmup", "repeats", "max_seconds")
+
+
+def call_options(spec):
+    """The `time_calls` keyword arguments a measurement spec gives (the defaults for the rest)."""
+    return {key: spec[key] for key in CALL_OPTIONS if key in spec}
+
+
 def time_calls(call, warmup=1, repeats=5, max_seconds=30.0, min_repeats=3):
     """Run `call()` (which must block until its result exists) `warmup` times untimed, then up to
     `repeats` timed times, stopping early after `min_repeats` once `max_seconds` of timed calls

@@ -133,7 +133,8 @@ def test_mixers_get_their_section_and_the_growth_target(result_files):
     ], matmul=[{"gflops": 100.0, "size": 2048}])))
     output = result_files / "efficiency.md"
     cli.main(["report", "--layers", str(result_files / "none.json"),
-              "--train", str(result_files / "train.json"), "--mixers", str(mixers), str(result_files / "absent.json"),
+              "--train", str(result_files / "train.json"), "--mixers", str(mixers),
+              str(result_files / "absent.json"),
               "--runs", str(result_files / "runs"), "--output", str(output)])
     lines = output.read_text().splitlines()
     assert "## State-space mixers, one layer" in lines
@@ -142,3 +143,42 @@ def test_mixers_get_their_section_and_the_growth_target(result_files):
     s5 = next(line for line in lines if line.startswith("| s5: time and memory at 16384"))
     assert "| met |" in s4d and "**missed**" in mega and "not measured" in s5
     assert (result_files / "efficiency_mixers_time.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_jax_layer_results_are_labelled_as_jax(tmp_path):
+    """A `layers --backend jax` file is never shown as TensorFlow numbers: its headings name the
+    backend and device, its text the calls and the memory figure it has."""
+    def jax_row(label, kind, length, train_ms, peak_mb):
+        row = layer_row(label, kind, length, train_ms, peak_mb)
+        for stage in ("forward", "train"):
+            row[stage].update(peak_source="xla_memory_analysis", compile_s=0.5)
+        return row
+
+    device = {"platform": "cpu", "kind": "cpu", "count": 1, "attention_implementation": "xla",
+              "attention_note": "XLA implementation: cuDNN attention needs a GPU, not cpu"}
+    layers_json = tmp_path / "layers-jax.json"
+    layers_json.write_text(json.dumps(results(
+        "layers", [jax_row("full", "layer", 4096, 120, 3000),
+                   jax_row("jax_dpa[implementation=xla]", "peer", 4096, 100, 3000)],
+        backend={"name": "jax", **device}, matmul=[{"gflops": 100.0, "size": 2048}],
+        agreement=[])))
+    output = tmp_path / "efficiency.md"
+    cli.main(["report", "--layers", str(layers_json), "--train", str(tmp_path / "none.json"),
+              "--mixers", "--notes", str(tmp_path / "none.md"), "--output", str(output)])
+    text = output.read_text()
+    assert "## One attention layer (JAX on cpu)" in text
+    assert "Judged on the layer results (JAX on cpu): not TensorFlow numbers." in text
+    assert "### Peak memory, forward + backward (MB: XLA's memory analysis" in text
+    assert "`jax.jit`" in text and "jnp.matmul" in text and "`tf.function`" not in text
+    assert "- Backend: Keras on JAX, device cpu" in text and "(MB above baseline)" not in text
+
+
+def test_tensorflow_results_keep_their_headings(result_files):
+    output = result_files / "efficiency.md"
+    cli.main(["report", "--layers", str(result_files / "layers.json"),
+              "--train", str(result_files / "none.json"), "--mixers",
+              "--notes", str(result_files / "none.md"), "--output", str(output)])
+    text = output.read_text()
+    assert "## One attention layer\n" in text and "(JAX" not in text
+    assert "### Peak memory, forward + backward (MB above baseline)" in text
+    assert "float32, `tf.function`, no XLA." in text and "tf.matmul of square" in text

@@ -1,12 +1,40 @@
-"""Test settings: quiet TensorFlow, deterministic seeds, float32 policy restored after each test."""
+"""Test settings: quiet TensorFlow, deterministic seeds, float32 policy restored after each test.
+
+Two markers for the backends (KERAS_BACKEND=tensorflow, the default, or jax):
+- `@pytest.mark.tensorflow_only("why")`: checks something only TensorFlow has (tf.function graphs,
+  their ops), or duplicates what the TensorFlow job shows; skipped under any other backend, with
+  the reason given.
+- `@pytest.mark.float64`: the test computes in float64; under JAX, 64-bit types are enabled for
+  it (JAX truncates float64 to float32 otherwise), other tests run with JAX's defaults.
+"""
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # as every arena_tf command (cli.quiet_tensorflow)
+# as every arena_tf command (cli.quiet_tensorflow)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
+
+BACKEND = keras.backend.backend()
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "tensorflow_only(reason): TensorFlow-only check; skipped under other backends"
+    )
+    config.addinivalue_line("markers", "float64: computes in float64 (enables x64 under JAX)")
+
+
+def pytest_collection_modifyitems(items):
+    if BACKEND == "tensorflow":
+        return
+    for item in items:
+        marker = item.get_closest_marker("tensorflow_only")
+        if marker is not None:
+            reason = marker.args[0] if marker.args else "a TensorFlow-only check"
+            item.add_marker(pytest.mark.skip(reason=f"TensorFlow only ({BACKEND}): {reason}"))
 
 
 @pytest.fixture(autouse=True)
@@ -14,3 +42,15 @@ def _float32_policy_and_seed():
     keras.utils.set_random_seed(0)
     yield
     keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture(autouse=True)
+def _float64_where_marked(request):
+    """64-bit types under JAX for the tests marked float64; nothing to do under TensorFlow."""
+    if BACKEND != "jax" or request.node.get_closest_marker("float64") is None:
+        yield
+        return
+    import jax
+
+    with jax.enable_x64(True):
+        yield

@@ -1,4 +1,5 @@
-"""Attention mechanisms of Long Range Arena and state-space mixers, one file each, behind one registry.
+"""Attention mechanisms of Long Range Arena and state-space mixers, one file each, behind one
+registry.
 
     import arena_tf.layers as layers
     layers.available()                         # ['bigbird', 'full', ...]

@@ -7,8 +7,9 @@ dropout and the output projection. A mechanism implements one method,
 
 Mixed precision: the layer's dtype policy (`dtype="mixed_float16"`, or the global policy when none
 is given) is passed to every inner layer, so q, k, v, the dropout and the output are in the compute
-dtype and the weights in the variable dtype (float32 under a mixed policy). Mechanisms compute softmaxes, kernel feature maps, normalisers
-and Sinkhorn iterations in float32 and return the compute dtype.
+dtype and the weights in the variable dtype (float32 under a mixed policy). Mechanisms compute
+softmaxes, kernel feature maps, normalisers and Sinkhorn iterations in float32 and return the
+compute dtype.
 """
 
 import keras
@@ -136,8 +137,8 @@ class Attention(keras.layers.Layer):
             None not in (mask.shape[1], length) and mask.shape[1] != length
         ):
             raise ValueError(
-                f"{owner}: mask of shape {tuple(mask.shape)} is invalid; expected [batch, length] = "
-                f"[batch, {length}] (True for real tokens)"
+                f"{owner}: mask of shape {tuple(mask.shape)} is invalid; expected "
+                f"[batch, length] = [batch, {length}] (True for real tokens)"
             )
         return ops.cast(mask, "bool")
 

@@ -1,6 +1,11 @@
 """Full softmax attention (Vaswani et al., 2017, "Attention Is All You Need").
 
-Time and memory O(L^2 d): the baseline every efficient mechanism is measured against.
+Time O(L^2 d): the baseline every efficient mechanism is measured against. Memory O(L^2) in the
+dense form; from `blockwise_from` keys on (8,192 by default; 0: always, None: never) the same
+softmax is computed by `blockwise.blockwise_attention` (keys in blocks of `block_size`, online
+softmax, a backward that recomputes each block) in O(L d) memory, equal to the dense form to
+float32 rounding. The blockwise form has no attention weights to drop out: with attention_dropout
+it is used only outside training. Exports trace the dense form (`long_conv.export_form`).
 
     layer = arena_tf.layers.get("full", num_heads=4, head_dim=32)
     y = layer(x, mask=mask)          # x [batch, length, width], mask bool [batch, length]
@@ -8,20 +13,50 @@ Time and memory O(L^2 d): the baseline every efficient mechanism is measured aga
 
 from keras import ops
 
+from arena_tf.layers import checks
 from arena_tf.layers import ops as aops
 from arena_tf.layers.base import Attention
+from arena_tf.layers.blockwise import blockwise_attention
+from arena_tf.layers.long_conv import exporting
 from arena_tf.layers.registry import register
 
 
 @register("full")
 class FullAttention(Attention):
-    """softmax(q k^T / sqrt(d)) v over every real key."""
+    """softmax(q k^T / sqrt(d)) v over every real key.
+
+    Args:
+        block_size: keys per block of the memory-efficient form.
+        blockwise_from: the key length from which the memory-efficient form is used (0: always,
+            None: never).
+        **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+    """
 
     paper = "Vaswani et al. (2017), Attention Is All You Need"
     quadratic = True
     complexity = "O(L^2 d)"
 
+    def __init__(self, block_size=512, blockwise_from=8192, **kwargs):
+        super().__init__(**kwargs)
+        owner = type(self).__name__
+        self.block_size = checks.positive_int(owner, "block_size", block_size)
+        self.blockwise_from = (None if blockwise_from is None else
+                               checks.non_negative_int(owner, "blockwise_from", blockwise_from))
+
+    def blockwise(self, keys, training):
+        """Whether `keys` (a static length, or None) take the memory-efficient form."""
+        if self.blockwise_from is None or keys is None or exporting():
+            return False
+        return keys >= self.blockwise_from and not (training and self.attention_dropout)
+
     def attend(self, q, k, v, mask, training=False):
-        logits = ops.matmul(q * self.head_dim**-0.5, ops.swapaxes(k, -1, -2))
+        q = q * self.head_dim**-0.5
+        if self.blockwise(k.shape[2], training):
+            return ops.cast(blockwise_attention(q, k, v, mask, self.block_size), q.dtype)
+        logits = ops.matmul(q, ops.swapaxes(k, -1, -2))
         weights = aops.masked_softmax(logits, aops.key_mask(mask), q.dtype)
         return ops.matmul(self.dropout_weights(weights, training), v)
+
+    def get_config(self):
+        return {**super().get_config(), "block_size": self.block_size,
+                "blockwise_from": self.blockwise_from}

@@ -3,7 +3,7 @@
 Shapes: q, k, v are [batch, heads, length, head_dim]; masks are bool [batch, length], True = real.
 """
 
-from keras import ops
+from keras import backend, ops
 
 # Logit given to excluded keys: finite, so a row with no allowed key stays finite (uniform).
 NEG_INF = -1e9
@@ -41,9 +41,12 @@ def split_blocks(x, block):
 
 
 def merge_blocks(x):
-    """[batch, heads, n, block, dim] -> [batch, heads, n * block, dim]."""
+    """[batch, heads, n, block, dim] -> [batch, heads, n * block, dim].
+
+    n * block, not -1: JAX cannot infer a -1 size when dim is 0 (no shared keys).
+    """
     shape = ops.shape(x)
-    return ops.reshape(x, (shape[0], shape[1], -1, shape[4]))
+    return ops.reshape(x, (shape[0], shape[1], shape[2] * shape[3], shape[4]))
 
 
 def blocked(q, k, v, mask, block):
@@ -117,3 +120,18 @@ def slice_axis(x, axis, start, size):
     starts, sizes = [0] * len(x.shape), [-1] * len(x.shape)
     starts[axis], sizes[axis] = start, size
     return ops.slice(x, starts, sizes)
+
+
+def complex_exp(real, imag):
+    """exp(real + i imag) as (real part, imag part), for real tensors of one dtype.
+
+    In float64 (the oracle tests' layers), through the complex exponential: Keras' JAX backend
+    computes ops.cos and ops.sin of float64 in float32 (its type promotion maps 64-bit types to
+    32 bits), ops.exp keeps the dtype on every backend. Other dtypes stay real (ONNX has no
+    complex type).
+    """
+    modulus = ops.exp(real)
+    if backend.standardize_dtype(imag.dtype) == "float64":
+        turn = ops.exp(ops.cast(imag, "complex128") * 1j)
+        return modulus * ops.real(turn), modulus * ops.imag(turn)
+    return modulus * ops.cos(imag), modulus * ops.sin(imag)

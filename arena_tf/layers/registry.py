@@ -49,7 +49,8 @@ def accepted_params(cls):
 
 
 def get(name, /, num_heads, head_dim, **params):
-    """Build the attention layer `name`; unknown parameters raise a ValueError listing the accepted."""
+    """Build the attention layer `name`; unknown parameters raise a ValueError listing the
+    accepted ones."""
     cls = lookup(name)
     accepted = accepted_params(cls)
     unknown = sorted(set(params) - set(accepted) - {"name", "dtype"})

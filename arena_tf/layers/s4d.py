@@ -50,8 +50,8 @@ INITS = {"lin": lin_imaginary, "inv": inv_imaginary}
 
 def zoh_input_gain(a_real, a_imag, dt):
     """(exp(dt A) - 1) / A for A = a_real + i a_imag, as (real, imag) in real arithmetic."""
-    decay = ops.exp(a_real * dt)
-    e_real, e_imag = decay * ops.cos(a_imag * dt) - 1, decay * ops.sin(a_imag * dt)
+    e_real, e_imag = aops.complex_exp(a_real * dt, a_imag * dt)
+    e_real = e_real - 1
     norm = a_real**2 + a_imag**2
     return (e_real * a_real + e_imag * a_imag) / norm, (e_imag * a_real - e_real * a_imag) / norm
 
@@ -59,9 +59,7 @@ def zoh_input_gain(a_real, a_imag, dt):
 def powers(a_real, a_imag, dt, length, dtype):
     """exp(dt A l) for l = 0 .. length - 1, as (real, imag) [..., modes, length]."""
     steps = ops.arange(length, dtype=dtype)
-    decay = ops.exp((a_real * dt)[..., None] * steps)
-    angle = (a_imag * dt)[..., None] * steps
-    return decay * ops.cos(angle), decay * ops.sin(angle)
+    return aops.complex_exp((a_real * dt)[..., None] * steps, (a_imag * dt)[..., None] * steps)
 
 
 def diagonal_kernel(c_real, c_imag, a_real, a_imag, dt, length, dtype):

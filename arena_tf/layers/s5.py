@@ -75,8 +75,7 @@ def linear_recurrence_scan(rate, inputs, reverse=False):
     if reverse:
         states = linear_recurrence_scan(rate, tuple(ops.flip(x, axis=1) for x in inputs))
         return tuple(ops.flip(x, axis=1) for x in states)
-    decay = ops.exp(rate[0])
-    factor = (decay * ops.cos(rate[1]), decay * ops.sin(rate[1]))
+    factor = aops.complex_exp(*rate)
     scan = associative_scan if inputs[0].shape[1] is not None else doubling_scan
     return scan(factor, inputs)
 

@@ -51,7 +51,8 @@ class SparseAttention(Attention):
         first_summary = self.block_size - self.summary_size
         qb, kb, vb, real_blocks = aops.blocked(q * self.head_dim**-0.5, k, v, mask, self.block_size)
         summary_kv = [
-            aops.merge_blocks(aops.slice_axis(t, 3, first_summary, self.summary_size)) for t in (kb, vb)
+            aops.merge_blocks(aops.slice_axis(t, 3, first_summary, self.summary_size))
+            for t in (kb, vb)
         ]
         allowed = (real_blocks[:, None, :, None, :], self._summary_allowed(real_blocks))
         attended = aops.attend_blocks_and_shared(

@@ -48,7 +48,8 @@ def dense_attention(q, k, v, allowed, scale=None):
 
 
 def reference(layer, x, allowed, mask=None, scale=None):
-    """The layer's output if it were dense softmax attention over `allowed` (and the padding mask)."""
+    """The layer's output if it were dense softmax attention over `allowed` (and the padding
+    mask)."""
     q, k, v = projections(layer, x)
     if mask is not None:
         allowed = np.logical_and(allowed, mask[:, None, None, :])

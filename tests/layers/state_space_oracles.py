@@ -1,31 +1,40 @@
-"""Step-by-step references for the state-space mixers, written with TensorFlow's complex numbers
-(an independent formulation of the recurrence: a Python loop over time), so that values and
-gradients can both be compared with the layers' convolutions and scans."""
+"""Step-by-step references for the state-space mixers, written with complex numbers in keras.ops
+(an independent formulation of the recurrence: a Python loop over time, where the layers use real
+pairs, convolutions and scans), so that values and gradients can both be compared with the layers'
+on either backend. Tests using them are marked float64 (x64 under JAX)."""
 
 import numpy as np
-import tensorflow as tf
+from keras import ops
+
+from tests.layers.gradients import gradients
 
 
 def as_complex(real, imag):
-    return tf.complex(tf.cast(real, tf.float64), tf.cast(imag, tf.float64))
+    return ops.cast(real, "complex128") + ops.cast(imag, "complex128") * 1j
+
+
+def apply(matrix, x):
+    """matrix [m, n] applied to x [..., n] -> [..., m] in complex128 (Keras' einsum and matmul
+    of complex128 give complex64 under TensorFlow)."""
+    return ops.sum(matrix * x[..., None, :], axis=-1)
 
 
 def diagonal_recurrence(u, decay, gain):
-    """x_t = decay x_{t-1} + gain u_t over time for complex u [batch, L, ...]; the states."""
-    state, states = tf.zeros_like(gain * u[:, 0]), []
-    for t in range(u.shape[1]):
-        state = decay * state + gain * u[:, t]
-        states.append(state)
-    return tf.stack(states, axis=1)
+    """x_t = decay x_{t-1} + gain u_t over time for complex u [batch, L, ...] (x_0 = gain u_0);
+    the states."""
+    states = [gain * u[:, 0]]
+    for t in range(1, u.shape[1]):
+        states.append(decay * states[-1] + gain * u[:, t])
+    return ops.stack(states, axis=1)
 
 
 def mixer_input(layer, x, mask):
     """The value projection of x with the padding zeroed, float64 [batch, L, channels]."""
-    return layer.value_dense(x) * tf.cast(mask[..., None], tf.float64)
+    return layer.value_dense(x) * ops.cast(mask[..., None], "float64")
 
 
 def mixer_output(layer, y):
-    return layer.output_dense(0.5 * y * (1 + tf.math.erf(y / np.sqrt(2))))
+    return layer.output_dense(0.5 * y * (1 + ops.erf(y / np.sqrt(2))))
 
 
 def float64_inputs(length=12, width=6, seed=0):
@@ -38,14 +47,16 @@ def float64_inputs(length=12, width=6, seed=0):
 
 def assert_same_values_and_gradients(layer, reference, x, mask, atol=1e-10):
     """layer(x) equals reference(x) and so do the gradients of a loss to every weight."""
-    results = []
-    for function in (lambda: layer(x, mask=mask), lambda: reference(layer, x, mask)):
-        with tf.GradientTape() as tape:
-            y = function()
-            loss = tf.reduce_sum(tf.sin(3 * y))
-        results.append((np.asarray(y), tape.gradient(loss, layer.trainable_weights)))
-    (got, got_grads), (want, want_grads) = results
+    functions = (lambda: layer(x, mask=mask), lambda: reference(layer, x, mask))
+    got, want = (np.asarray(function()) for function in functions)
     np.testing.assert_allclose(got, want, atol=atol)
-    for weight, a, b in zip(layer.trainable_weights, got_grads, want_grads):
-        np.testing.assert_allclose(tf.convert_to_tensor(a), tf.convert_to_tensor(b), atol=10 * atol,
-                                   err_msg=weight.path)
+    weights = layer.trainable_weights
+    got_grads, want_grads = (gradients(sin_loss(function), weights) for function in functions)
+    for weight, a, b in zip(weights, got_grads, want_grads):
+        np.testing.assert_allclose(a, b, atol=10 * atol, err_msg=weight.path)
+
+
+def sin_loss(function):
+    """sum(sin(3 y)) for y = function(), the sine as Im exp(3iy): that stays float64 (Keras' JAX
+    backend computes ops.sin of float64 in float32)."""
+    return lambda: ops.sum(ops.imag(ops.exp(as_complex(0.0, 3 * function()))))

@@ -1,10 +1,14 @@
 """The long convolution's two forms (FFT for training, depthwise for exports) equal numpy's."""
 
+import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from arena_tf.layers import long_conv
+from tests.layers.gradients import gradients
+from tests.layers.state_space_oracles import sin_loss
+
+pytestmark = pytest.mark.float64
 
 
 def numpy_causal(u, kernel):
@@ -41,12 +45,9 @@ def test_export_form_is_only_inside_its_block():
 
 
 def test_fft_and_direct_gradients_agree():
-    u, kernel = (tf.Variable(a) for a in example(length=11))
-    grads = []
-    for conv in (long_conv.fft_conv, long_conv.direct_conv):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(tf.sin(conv(u, kernel)))
-        grads.append(tape.gradient(loss, [u, kernel]))
+    u, kernel = (keras.Variable(a, dtype="float64") for a in example(length=11))
+    grads = [gradients(sin_loss(lambda conv=conv: conv(u, kernel)), [u, kernel])
+             for conv in (long_conv.fft_conv, long_conv.direct_conv)]
     for fft_grad, direct_grad in zip(*grads):
         np.testing.assert_allclose(fft_grad, direct_grad, atol=1e-10)
 

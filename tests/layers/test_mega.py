@@ -4,12 +4,15 @@ the attention at their borders."""
 
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 import arena_tf.layers as layers
 from arena_tf.layers import long_conv
 from tests.layers.attention_oracles import softmax
+from tests.layers.gradients import gradients
 from tests.layers.state_space_oracles import assert_same_values_and_gradients, float64_inputs
+
+pytestmark = pytest.mark.float64
 
 WIDTH = 6
 
@@ -17,39 +20,41 @@ WIDTH = 6
 def ema_step_by_step(layer, x):
     """h_t = alpha beta x_t + (1 - alpha delta) h_{t-1} per (dimension, expansion), y = eta h /
     sqrt(n) summed over the expansion, + omega x; backwards too when bidirectional; then silu."""
-    alpha, delta = tf.sigmoid(layer.alpha_logit), tf.sigmoid(layer.delta_logit)
+    alpha, delta = ops.sigmoid(layer.alpha_logit), ops.sigmoid(layer.delta_logit)
     scale = layer.ema_dim ** -0.5
     y = x * layer.omega
     for direction in range(alpha.shape[0]):
-        sequence = x if direction == 0 else x[:, ::-1]
+        sequence = x if direction == 0 else ops.flip(x, axis=1)
         h, outputs = 0.0, []
         for t in range(sequence.shape[1]):
             h = (alpha[direction] * layer.beta[direction] * sequence[:, t, :, None]
                  + (1 - alpha[direction] * delta[direction]) * h)
-            outputs.append(scale * tf.reduce_sum(layer.eta[direction] * h, axis=-1))
-        out = tf.stack(outputs, axis=1)
-        y = y + (out if direction == 0 else out[:, ::-1])
-    return tf.nn.silu(y)
+            outputs.append(scale * ops.sum(layer.eta[direction] * h, axis=-1))
+        out = ops.stack(outputs, axis=1)
+        y = y + (out if direction == 0 else ops.flip(out, axis=1))
+    return ops.silu(y)
 
 
 def mega_by_definition(layer, x, mask):
     """Mega's output minus X (the block's residual adds X), with dense attention."""
-    x = tf.constant(x)
-    shared = ema_step_by_step(layer, x * tf.cast(mask[..., None], tf.float64))
+    x = ops.convert_to_tensor(x)
+    shared = ema_step_by_step(layer, x * ops.cast(mask[..., None], "float64"))
     width, z_dim, inner = WIDTH, layer.head_dim, layer.num_heads * layer.head_dim
-    update, z, reset, candidate = tf.split(layer.gates(shared), [width, z_dim, inner, width], -1)
-    update, z, reset = tf.sigmoid(update), tf.nn.silu(z), tf.nn.silu(reset)
+    splits = [width, width + z_dim, width + z_dim + inner]
+    update, z, reset, candidate = ops.split(layer.gates(shared), splits, axis=-1)
+    update, z, reset = ops.sigmoid(update), ops.silu(z), ops.silu(reset)
     q = z * layer.qk_scale[0] + layer.qk_shift[0]
     k = z * layer.qk_scale[1] + layer.qk_shift[1]
-    v = tf.nn.silu(layer.value_dense(x))
+    v = ops.silu(layer.value_dense(x))
     length = x.shape[1]
     offsets = np.arange(length)[:, None] - np.arange(length)[None, :] + layer.chunk - 1
-    logits = q @ tf.transpose(k, (0, 2, 1)) * z_dim**-0.5 + tf.gather(layer.position_bias, offsets)
+    logits = (ops.einsum("bqd,bkd->bqk", q, k) * z_dim**-0.5
+              + ops.take(layer.position_bias, offsets))
     earlier = np.tril(np.ones((length, length), bool)) if layer.causal else True
     allowed = mask[:, None, :] & earlier
-    logits = tf.where(allowed, logits, -1e9)
-    attended = tf.nn.softmax(logits, axis=-1) @ v
-    h = tf.nn.silu(candidate + layer.output_dense(attended * reset))
+    logits = ops.where(allowed, logits, -1e9)
+    attended = ops.matmul(ops.softmax(logits, axis=-1), v)
+    h = ops.silu(candidate + layer.output_dense(attended * reset))
     return update * (h - x)
 
 
@@ -66,11 +71,12 @@ def test_ema_equals_its_loop():
     layer = layers.get("mega", num_heads=2, head_dim=3, ema_dim=4, dtype="float64")
     x, _ = float64_inputs(width=WIDTH)
     layer(x)
-    with tf.GradientTape(persistent=True) as tape:
-        got, want = layer.ema(tf.constant(x)), ema_step_by_step(layer, tf.constant(x))
-    np.testing.assert_allclose(got, want, atol=1e-12)
+    x = ops.convert_to_tensor(x)
+    ema = (lambda: layer.ema(x), lambda: ema_step_by_step(layer, x))
+    np.testing.assert_allclose(*(np.asarray(function()) for function in ema), atol=1e-12)
     weights = [layer.alpha_logit, layer.delta_logit, layer.beta, layer.eta, layer.omega]
-    for a, b in zip(tape.gradient(got, weights), tape.gradient(want, weights)):
+    grads = [gradients(lambda f=function: ops.sum(f()), weights) for function in ema]
+    for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, atol=1e-10)
 
 

@@ -7,6 +7,8 @@ import pytest
 
 import arena_tf.layers as layers
 
+pytestmark = pytest.mark.float64
+
 MIXERS = {"s4d": {"state_size": 8}, "s5": {"state_size": 8},
           "mega": {"ema_dim": 4, "chunk_size": 8}}
 LENGTH = 40

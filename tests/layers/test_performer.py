@@ -10,7 +10,6 @@ could not pass.
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import keras
 
@@ -148,6 +147,8 @@ def test_without_redraw_training_keeps_the_features():
 
 
 def random_ops(layer, training):
+    import tensorflow as tf
+
     x, mask = inputs()
     layer(x, mask=mask)
     graph = tf.function(lambda x, m: layer(x, mask=m, training=training)).get_concrete_function(
@@ -156,6 +157,7 @@ def random_ops(layer, training):
     return [op.type for op in graph.get_operations() if "Random" in op.type]
 
 
+@pytest.mark.tensorflow_only("the ops of a tf.function graph")
 def test_inference_graph_holds_no_random_op_even_with_redraw():
     layer = make(num_features=16, redraw=True)
     assert random_ops(layer, training=False) == []

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 import arena_tf.layers as layers
 from arena_tf.layers import long_conv
@@ -11,22 +11,24 @@ from tests.layers.state_space_oracles import (
     mixer_input, mixer_output,
 )
 
+pytestmark = pytest.mark.float64
+
 
 def s4d_step_by_step(layer, x, mask):
     """x_t = exp(dt A) x_{t-1} + (exp(dt A) - 1) / A u_t, y_t = 2 Re(C x_t) + D u_t per channel,
     plus the same over the reversed sequence with the second C when bidirectional."""
     u = mixer_input(layer, x, mask)
-    a = as_complex(-tf.exp(layer.log_a_real), layer.a_imag)  # [channels, modes]
-    dt = tf.cast(tf.exp(layer.log_dt), tf.complex128)
-    decay = tf.exp(dt * a)
+    a = as_complex(-ops.exp(layer.log_a_real), layer.a_imag)  # [channels, modes]
+    dt = ops.cast(ops.exp(layer.log_dt), "complex128")
+    decay = ops.exp(dt * a)
     gain = (decay - 1) / a
     y = u * layer.skip
     for direction in range(layer.directions):
         c = as_complex(layer.c_real[direction], layer.c_imag[direction])
-        sequence = u if direction == 0 else u[:, ::-1]
-        states = diagonal_recurrence(tf.cast(sequence, tf.complex128)[..., None], decay, gain)
-        out = 2 * tf.math.real(tf.reduce_sum(c * states, axis=-1))
-        y = y + (out if direction == 0 else out[:, ::-1])
+        sequence = u if direction == 0 else ops.flip(u, axis=1)
+        states = diagonal_recurrence(ops.cast(sequence, "complex128")[..., None], decay, gain)
+        out = 2 * ops.real(ops.sum(c * states, axis=-1))
+        y = y + (out if direction == 0 else ops.flip(out, axis=1))
     return mixer_output(layer, y)
 
 

@@ -7,7 +7,6 @@ values, and a masked softmax over the own block plus the sorted block.
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import arena_tf.layers as layers
 from tests.layers.attention_oracles import output_projection, projections, reference, softmax
@@ -204,12 +203,15 @@ def test_inference_is_deterministic_and_training_noise_changes_outputs():
 
 def random_ops(layer, training):
     """Types of the random ops in the graph of one call with a fixed `training` flag."""
+    import tensorflow as tf
+
     graph = tf.function(lambda x, m: layer(x, mask=m, training=training)).get_concrete_function(
         tf.TensorSpec([None, None, WIDTH]), tf.TensorSpec([None, None], tf.bool)
     ).graph
     return {op.type for op in graph.get_operations() if "Random" in op.type}
 
 
+@pytest.mark.tensorflow_only("the ops of a tf.function graph")
 def test_inference_graph_holds_no_random_op_and_training_graph_draws_noise():
     layer = built()
     assert random_ops(layer, training=False) == set()

@@ -123,7 +123,12 @@ CONTRACT_CHECKS = {
 }
 
 
-@pytest.mark.parametrize("check", sorted(CONTRACT_CHECKS))
+# The tf.function check is TensorFlow's, as the contract test it runs.
+CHECKS = [pytest.param(check, marks=[pytest.mark.tensorflow_only("a tf.function graph")])
+          if check == "tf_function" else check for check in sorted(CONTRACT_CHECKS)]
+
+
+@pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize("use_dot_product", [True, False])
 @pytest.mark.parametrize("mode", MODES)
 def test_contract_holds_for_every_mode(mode, use_dot_product, check, monkeypatch, tmp_path):

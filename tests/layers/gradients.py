@@ -1,0 +1,40 @@
+"""Gradients to Keras variables under the test's backend (Keras has no backend-neutral API).
+
+    grads = gradients(lambda: ops.sum(layer(x) ** 2), layer.trainable_weights)
+
+TensorFlow records `loss()` on a tape; JAX differentiates it as a function of the variables'
+values, which a `keras.StatelessScope` hands to every read of the variables inside `loss`.
+"""
+
+import keras
+
+
+def gradients(loss, variables):
+    """d loss() / d variable for each of `variables`, as NumPy arrays (the variables built)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        grads = _tensorflow_gradients(loss, variables)
+    elif backend == "jax":
+        grads = _jax_gradients(loss, variables)
+    else:
+        raise NotImplementedError(f"gradients under the {backend} backend")
+    return [None if g is None else keras.ops.convert_to_numpy(g) for g in grads]
+
+
+def _tensorflow_gradients(loss, variables):
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        value = loss()
+    # a gathered weight's gradient is IndexedSlices: made dense
+    return [None if g is None else tf.convert_to_tensor(g) for g in tape.gradient(value, variables)]
+
+
+def _jax_gradients(loss, variables):
+    import jax
+
+    def loss_of(values):
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+            return loss()
+
+    return jax.grad(loss_of)([v.value for v in variables])

@@ -29,7 +29,7 @@ NEG = -1e30
 def blocks(x, block_size):
     """[batch, heads, length, d] -> [blocks, batch, heads, block_size, d], the length padded with
     zeros to a multiple of block_size."""
-    batch, heads, length, width = (ops.shape(x)[i] for i in range(4))
+    batch, heads, _, width = (ops.shape(x)[i] for i in range(4))
     padded = aops.pad_to_multiple(x, block_size, axis=2)
     split = ops.reshape(padded, (batch, heads, -1, block_size, width))
     return ops.transpose(split, (2, 0, 1, 3, 4))
@@ -97,7 +97,7 @@ def backward(q, k_blocks, v_blocks, keep, out, log_sum, upstream):
 
 def unblocks(x_blocks, length):
     """The inverse of `blocks`, cut back to `length`."""
-    n, batch, heads, size, width = (ops.shape(x_blocks)[i] for i in range(5))
+    batch, heads, width = (ops.shape(x_blocks)[i] for i in (1, 2, 4))
     joined = ops.reshape(ops.transpose(x_blocks, (1, 2, 0, 3, 4)), (batch, heads, -1, width))
     return joined[:, :, :length]
 

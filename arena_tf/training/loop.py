@@ -353,11 +353,10 @@ class Loop:
             self.progress.stepped(step)
             if step % self.train.eval_every == 0 or step == total:
                 validation = self._validate(step)
-            if step % self.train.checkpoint_every == 0 or step == total:
+            pausing = step < total and self._out_of_time(began)  # read the clock once
+            if step % self.train.checkpoint_every == 0 or step == total or pausing:
                 self._save(step)
-            elif self._out_of_time(began):
-                self._save(step)
-            if step < total and self._out_of_time(began):
+            if pausing:
                 return self._pause(step)
         return self.finish(validation, trained, time.perf_counter() - began)
 

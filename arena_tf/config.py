@@ -168,6 +168,7 @@ class TrainConfig:
     keep_checkpoints: int = 3
     log_every: int = 50
     precision: str = "float32"
+    remat: bool = False  # recompute each encoder block in the backward pass (arena_tf/remat.py)
     seed: int = 0
 
     def __post_init__(self):

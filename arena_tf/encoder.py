@@ -11,6 +11,7 @@ from keras import ops
 
 import arena_tf.layers as attention_layers
 from arena_tf.config import ModelConfig
+from arena_tf.remat import rematerialized
 
 SERIALIZABLE = keras.saving.register_keras_serializable(package="arena_tf")
 
@@ -72,11 +73,14 @@ class PositionEmbedding(keras.layers.Layer):
 
 @SERIALIZABLE
 class TransformerBlock(keras.layers.Layer):
-    """Pre-LayerNorm Transformer block around any registered attention mechanism."""
+    """Pre-LayerNorm Transformer block around any registered attention mechanism. With `remat`
+    its training forward pass is recomputed in the backward pass rather than stored (the block's
+    input is all it keeps); a training choice, so not part of the saved configuration."""
 
     def __init__(self, attention, attention_params, num_heads, head_dim, mlp_dim, dropout,
-                 attention_dropout, max_len, seed=0, **kwargs):
+                 attention_dropout, max_len, seed=0, remat=False, **kwargs):
         super().__init__(**kwargs)
+        self.remat = remat
         self.attention_name = attention
         self.attention_params = dict(attention_params)
         self.num_heads, self.head_dim, self.mlp_dim = num_heads, head_dim, mlp_dim
@@ -104,6 +108,11 @@ class TransformerBlock(keras.layers.Layer):
         self.mlp_out.build(tuple(input_shape[:-1]) + (self.mlp_dim,))
 
     def call(self, x, mask, training=False):
+        if self.remat and training:
+            return rematerialized(self, lambda x: self.forward(x, mask, training))(x)
+        return self.forward(x, mask, training)
+
+    def forward(self, x, mask, training):
         attended = self.attention(self.attention_norm(x), mask=mask, training=training)
         x = x + self.dropout(attended, training=training)
         hidden = self.dropout(gelu(self.mlp_in(self.mlp_norm(x))), training=training)
@@ -132,7 +141,7 @@ class Encoder(keras.layers.Layer):
     pooling a learned CLS vector is prepended (as in the LRA code) and read out after the blocks.
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, remat=False, **kwargs):
         super().__init__(**kwargs)
         self.config = config if isinstance(config, ModelConfig) else ModelConfig(**config)
         c = self.config
@@ -146,8 +155,8 @@ class Encoder(keras.layers.Layer):
         self.blocks = [
             TransformerBlock(
                 c.attention, c.attention_params, c.num_heads, c.head_dim, c.mlp_dim, c.dropout,
-                c.attention_dropout, c.encoder_len, seed=c.seed + i, name=f"block_{i}",
-                dtype=self.dtype_policy,
+                c.attention_dropout, c.encoder_len, seed=c.seed + i, remat=remat,
+                name=f"block_{i}", dtype=self.dtype_policy,
             )
             for i in range(c.num_layers)
         ]

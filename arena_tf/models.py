@@ -18,11 +18,12 @@ def classifier_head(config, features, name):
     return keras.layers.Dense(config.num_classes, dtype="float32", name=f"{name}_logits")(hidden)
 
 
-def build_classifier(config):
-    """A keras.Model from tokens (two inputs when `config.two_tower`) to class logits."""
+def build_classifier(config, remat=False):
+    """A keras.Model from tokens (two inputs when `config.two_tower`) to class logits; `remat`
+    recomputes each encoder block in the backward pass (`arena_tf.remat`)."""
     if isinstance(config, dict):
         config = ModelConfig(**config)
-    encoder = Encoder(config, name="encoder")
+    encoder = Encoder(config, remat=remat, name="encoder")
     if not config.two_tower:
         tokens = keras.Input((None,), dtype="int32", name="tokens")
         logits = classifier_head(config, encoder(tokens), "classifier")

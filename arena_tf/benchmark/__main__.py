@@ -9,7 +9,7 @@ from arena_tf import cli
 from arena_tf.benchmark import backends, layers, peers, training
 
 RESULTS = pathlib.Path("docs/efficiency")
-XLA_MODES = {"both": (False, True), "off": (False,), "on": (True,)}
+SWITCH_MODES = {"both": (False, True), "off": (False,), "on": (True,)}
 
 
 def common_options(parser, lengths, output):
@@ -58,7 +58,9 @@ def train_parser(commands):
     parser.add_argument("--steps", type=int, default=3, help="timed steps (at most)")
     parser.add_argument("--max-seconds", type=float, default=30.0,
                         help="stop stepping (after 2 steps) once timed steps took this long")
-    parser.add_argument("--xla", choices=list(XLA_MODES), default="both")
+    parser.add_argument("--xla", choices=list(SWITCH_MODES), default="both")
+    parser.add_argument("--remat", choices=list(SWITCH_MODES), default="off",
+                        help="train.remat: recompute each block in the backward pass")
     parser.add_argument("--update", action="store_true",
                         help="re-measure: replace these rows of --output, keep the others")
     parser.set_defaults(run=training.run)
@@ -119,7 +121,8 @@ def parse_args(argv):
         add(commands)
     options = parser.parse_args(argv)
     if options.command == "train":
-        options.xla_modes = XLA_MODES[options.xla]
+        options.xla_modes = SWITCH_MODES[options.xla]
+        options.remat_modes = SWITCH_MODES[options.remat]
     return options
 
 

@@ -3,13 +3,14 @@ classifier (4 layers, 4 heads, width 256, MLP 1024, vocabulary 257, 2 classes) a
 
     python -m arena_tf.benchmark train --batch 32 --steps 2 --memory-cap-gb 20   # docs/efficiency
 
-Every (mechanism, length, XLA or not) trains in a fresh process on random tokens: AdamW as in LRA,
-dropout 0.1, one `tf.function` step (`jit_compile=True` for XLA), the first steps untimed (they
-trace and compile). LRA used batch 32 on 16 TPU v3 cores; here that takes about an hour for the
-whole sweep, so batch and steps are options (stated in the output), a batch whose estimated memory
+Every (mechanism, length, XLA or not, remat or not) trains in a fresh process on random tokens:
+AdamW as in LRA, dropout 0.1, one `tf.function` step (`jit_compile=True` for XLA; `train.remat`'s
+block recomputation with `--remat`), the first steps untimed (they trace and compile). LRA used
+batch 32 on 16 TPU v3 cores; here that takes about an hour for the whole sweep, so batch and steps are options (stated in the output), a batch whose estimated memory
 exceeds the cap is halved until it fits, and `--update` re-measures chosen rows in place.
 """
 
+import itertools
 import json
 import pathlib
 import time
@@ -38,7 +39,7 @@ def measure(spec):
     keras.utils.set_random_seed(0)
     config = ModelConfig(attention=spec["name"], attention_params=spec["params"],
                          max_len=spec["length"], **MODEL)
-    model = build_classifier(config)
+    model = build_classifier(config, remat=spec.get("remat", False))
     optimizer = make_optimizer(TrainConfig())
     optimizer.build(model.trainable_variables)
     rng = np.random.default_rng(0)
@@ -75,23 +76,26 @@ def encoder_shape(batch, length):
     return costs.Shape(batch, length + 1, MODEL["num_heads"], MODEL["qkv_dim"] // MODEL["num_heads"])
 
 
-def fitting_batch(name, params, batch, length, cap_gb):
-    """(batch, estimate GB): the requested batch halved until its estimate fits under the cap."""
+def fitting_batch(name, params, batch, length, cap_gb, remat=False):
+    """(batch, estimate GB): the requested batch halved until its estimate fits under the cap
+    (with remat, one block's activations are held at a time)."""
     while True:
         shape = encoder_shape(batch, length)
         estimate = memory.estimated_gb(costs.attention_cost(name, shape, params), shape,
-                                       layers=MODEL["num_layers"])
+                                       layers=1 if remat else MODEL["num_layers"])
         if estimate <= cap_gb or batch == 1:
             return batch, estimate
         batch //= 2
 
 
-def planned_row(name, length, jit, options):
+def planned_row(name, length, jit, remat, options):
     params = lra_params(name)
-    batch, estimate = fitting_batch(name, params, options.batch, length, options.memory_cap_gb)
+    batch, estimate = fitting_batch(name, params, options.batch, length, options.memory_cap_gb,
+                                    remat)
     shape = encoder_shape(batch, length)
     return {
-        "name": name, "params": params, "length": length, "jit": jit, "batch": batch,
+        "name": name, "params": params, "length": length, "jit": jit, "remat": remat,
+        "batch": batch,
         "requested_batch": options.batch,
         "estimated_gb": estimate, "skipped": memory.over_cap(estimate, options.memory_cap_gb),
         "train_flops": costs.model_train_flops(name, shape, params, MODEL["num_layers"],
@@ -101,7 +105,7 @@ def planned_row(name, length, jit, options):
 
 def describe_row(row):
     head = f"{row['name']:<12} L={row['length']:<5} {'XLA' if row['jit'] else '   '} " \
-           f"batch {row['batch']:<3}"
+           f"{'remat' if row.get('remat') else '     '} batch {row['batch']:<3}"
     if row.get("skipped"):
         return f"{head} skipped: {row['skipped']}"
     if "error" in row:
@@ -131,11 +135,15 @@ def starting_results(options):
     return results, update
 
 
+def row_key(row):
+    """What a training row measured: mechanism, length, XLA or not, remat or not."""
+    return row["name"], row["length"], row["jit"], row.get("remat", False)
+
+
 def place(rows, row):
-    """Put `row` in `rows`, replacing a row of the same mechanism, length and XLA setting."""
-    key = (row["name"], row["length"], row["jit"])
+    """Put `row` in `rows`, replacing a row of the same key."""
     for index, old in enumerate(rows):
-        if (old["name"], old["length"], old["jit"]) == key:
+        if row_key(old) == row_key(row):
             rows[index] = row
             return
     rows.append(row)
@@ -147,20 +155,20 @@ def run(options, say=print):
     results, update = starting_results(options)
     say(f"training benchmark: batch {options.batch} (halved where memory needs), "
         f"{options.warmup} untimed + {options.steps} timed steps, lengths {options.lengths}")
-    for length in options.lengths:
-        for name in options.mechanisms:
-            for jit in options.xla_modes:
-                row = planned_row(name, length, jit, options)
-                if not row["skipped"]:
-                    spec = {"name": name, "params": row["params"], "length": length, "jit": jit,
-                            "batch": row["batch"], "warmup": options.warmup,
-                            "steps": options.steps, "max_seconds": options.max_seconds}
-                    measure = isolated.runner(options.in_process)
-                    row.update(measure("train", spec, timeout=options.timeout),
-                               load=machine.load_average())
-                place(results["rows"], row)
-                say(describe_row(row))
-                files.write_json(options.output, results)
+    plans = itertools.product(options.lengths, options.mechanisms, options.xla_modes,
+                              options.remat_modes)
+    for length, name, jit, remat in plans:
+        row = planned_row(name, length, jit, remat, options)
+        if not row["skipped"]:
+            spec = {"name": name, "params": row["params"], "length": length, "jit": jit,
+                    "remat": remat, "batch": row["batch"], "warmup": options.warmup,
+                    "steps": options.steps, "max_seconds": options.max_seconds}
+            measure = isolated.runner(options.in_process)
+            row.update(measure("train", spec, timeout=options.timeout),
+                       load=machine.load_average())
+        place(results["rows"], row)
+        say(describe_row(row))
+        files.write_json(options.output, results)
     (update or results).update(finished=time.strftime("%Y-%m-%d %H:%M:%S"),
                                load_end=machine.load_average())
     files.write_json(options.output, results)

@@ -106,7 +106,7 @@ class Loop:
         keras.mixed_precision.set_global_policy(self.train.precision)
         keras.utils.set_random_seed(self.train.seed)
         with self._scope():
-            self.model = build_classifier(config.model)
+            self.model = build_classifier(config.model, remat=config.train.remat)
             self.optimizer = make_optimizer(self.train)
             self.optimizer.build(self.model.trainable_variables)
         self.running = None  # the step under way (1-based), for error messages

@@ -21,7 +21,7 @@ from arena_tf.training.errors import RunDirError
 ADJUSTABLE = {
     f"train.{name}"
     for name in ("learning_rate", "grad_clip", "num_train_steps", "eval_every", "eval_batches",
-                 "checkpoint_every", "keep_checkpoints", "log_every")
+                 "checkpoint_every", "keep_checkpoints", "log_every", "remat")
 }
 
 

@@ -65,7 +65,8 @@ def result_files(tmp_path):
     train_json = tmp_path / "train.json"
     train_json.write_text(json.dumps(results("train", [
         train_row("full", False, 0.5, 8000, 6e12), train_row("full", True, 0.6, 7000, 6e12),
-        train_row("linear", False, 2.0, 500, 1e12), train_row("linear", True, 2.2, 450, 1e12),
+        train_row("linear", False, 2.0, 900, 1e12), train_row("linear", True, 2.2, 850, 1e12),
+        {**train_row("linear", False, 1.6, 500, 1e12), "remat": True},
     ], model={"num_layers": 4, "num_heads": 4, "emb_dim": 256, "qkv_dim": 256, "mlp_dim": 1024,
               "vocab_size": 257, "num_classes": 2})))
     runs = tmp_path / "runs" / "text-linear"
@@ -86,8 +87,14 @@ def test_report_writes_markdown_with_verdicts_and_pngs(result_files):
     assert "| met |" in performer and "2" in performer  # 200 ms / 100 ms
     full = next(line for line in lines if line.startswith("| full >= 1x as fast as keras_mha"))
     assert "**missed**" in full
-    linear_memory = next(line for line in lines if line.startswith("| linear: training memory"))
-    assert "| met |" in linear_memory  # 500 MB vs 8000 MB = 1/16
+    linear_memory = next(line for line in lines
+                         if line.startswith("| linear with train.remat: training memory"))
+    assert "| met |" in linear_memory  # 500 MB (remat) vs 8000 MB = 1/16
+    remat = next(line for line in lines if line.startswith("| linear | 4 / 4 |"))
+    assert "1.25x" in remat and "900 / 500" in remat  # 2.0 / 1.6 steps/s; peaks stored / remat
+    performer_memory = next(line for line in lines
+                            if line.startswith("| performer with train.remat: training memory"))
+    assert "not measured" in performer_memory
     assert "skipped (26 GB est.)" in text
     assert "Test CPU, 2 cores" in text and "### The paper's Table 2" in text
     for name in ("efficiency_time.png", "efficiency_memory.png", "efficiency_lra_figure3.png"):

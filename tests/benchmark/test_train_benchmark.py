@@ -51,3 +51,13 @@ def test_update_without_results_says_to_run_first(tmp_path, capsys):
                      str(tmp_path / "none.json")]) == 2
     assert_one_error_line(capsys.readouterr().err, "does not exist; expected an existing results "
                                                    "file; run without --update first")
+
+
+def test_remat_both_measures_each_mechanism_stored_and_recomputed(tmp_path):
+    output = tmp_path / "train.json"
+    cli.main(["train", "--mechanisms", "linear", "--lengths", "16", "--batch", "2", "--warmup",
+              "1", "--steps", "2", "--xla", "off", "--remat", "both", "--in-process",
+              "--output", str(output)])
+    rows = json.loads(output.read_text())["rows"]
+    assert [(row["name"], row["remat"]) for row in rows] == [("linear", False), ("linear", True)]
+    assert all("error" not in row and row["steps_per_second"] > 0 for row in rows)

@@ -22,6 +22,7 @@ from arena_tf import files
 MEASUREMENTS = {
     "layer": "arena_tf.benchmark.layers:measure",
     "peer": "arena_tf.benchmark.layers:measure_peer",
+    "pair": "arena_tf.benchmark.pairs:measure",
     "agreement": "arena_tf.benchmark.peers:agreement",
     "train": "arena_tf.benchmark.training:measure",
     "matmul": "arena_tf.benchmark.machine:measure_matmul",
@@ -71,10 +72,12 @@ def runner(in_process):
 
 
 def failure(returncode, stderr):
-    """One sentence for a child that failed: its exit status and last error line."""
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    """One sentence for a child that failed: its exit status and its last line naming an error
+    (TensorFlow ends with the failing op's name, after the error itself), else its last line."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if "Error" in line] or lines or ["no output"]
     killed = " (killed: out of memory?)" if returncode in (-9, 137) else ""
-    return f"exit status {returncode}{killed}: {lines[-1] if lines else 'no output'}"
+    return f"exit status {returncode}{killed}: {errors[-1]}"
 
 
 def main(argv):

@@ -1,7 +1,7 @@
-"""docs/efficiency.md from the results of `layers` and `train`, with its plots beside it.
+"""docs/efficiency.md from the results of `layers`, `pairs` and `train`, with its plots beside it.
 
     python -m arena_tf.benchmark report [--layers L.json] [--train T.json] [--mixers M.json]
-                                        [--output docs/efficiency.md]
+                                        [--pairs P.json] [--output docs/efficiency.md]
 
 Any results file may be missing (its sections are left out). Hand-written findings (profiles of
 missed targets) in the notes file are included at the end, so the page stays generated.
@@ -258,6 +258,92 @@ def peer_speedup_table(rows):
     return table(["pair", "pass", "target"] + lengths, body)
 
 
+# -- pairs side by side -------------------------------------------------------------------------
+
+
+def ratio_cell(row):
+    """"2.31x [2.10-2.52]", or why the configuration has no ratio."""
+    if "ratio_median" in row:
+        return f"{row['ratio_median']:.2f}x [{row['ratio_min']:.2f}-{row['ratio_max']:.2f}]"
+    if "unsupported" in row:
+        return f"unsupported: {row['unsupported']}"
+    return "failed"
+
+
+def pair_table(rows):
+    body = [[str(row["batch"]), row["mask"], ratio_cell(row), fmt(row.get("ours_ms")),
+             fmt(row.get("peer_ms")), str(row["rounds"])] for row in rows]
+    return table(["batch", "mask", "ratio median [min-max]", "ours ms", "peer ms", "rounds"], body)
+
+
+def call_text(function, *positional, **arguments):
+    """`function(value, ..., key=value, ...)`, the values as Python literals."""
+    shown = [repr(value) for value in positional] + [f"{k}={v!r}" for k, v in arguments.items()]
+    return f"`{function}({', '.join(shown)})`"
+
+
+def pair_configuration(rows):
+    """How ours and the peer were built and take the padding mask (from the rows that say)."""
+    ours = next((row["ours"] for row in rows if "arguments" in row["ours"]), None)
+    peer = next((row["peer"] for row in rows if "class" in row["peer"]), None)
+    lines = []
+    if ours:
+        built = call_text("arena_tf.layers.get", ours["name"], **ours["arguments"],
+                          **ours["params"])
+        lines.append(f"- Ours: {built}; padding through {ours['masking']}.")
+    if peer:
+        lines.append(f"- Peer: {call_text(peer['class'], **peer['arguments'])}; padding through "
+                     f"{peer['masking'] or 'nothing (it takes no mask)'}. Its whole "
+                     "`get_config()` is in the results file.")
+    return "\n".join(lines) or "- Neither layer was built (every configuration failed)."
+
+
+def rate_line(results):
+    """The matmul rate beside the physical peak lscpu gives."""
+    rate, peak = results["matmul_rate"], results["peak"]
+    line = (f"- Dense float32 matmul rate (tf.matmul of square matrices up to "
+            f"{results['options'].get('matmul_size')}, best call of the best size), measured "
+            f"once at the start: {rate['gflops']:.1f} GFLOP/s. ")
+    if not peak.get("gflops"):
+        unknown = peak.get("error", "lscpu gives no clock or vector flags")
+        return line + f"Physical peak: unknown ({unknown})."
+    return line + (f"Physical peak from lscpu: {peak['cores']} cores x {peak['mhz']:.0f} MHz x "
+                   f"{peak['flops_per_cycle']} FLOPs/cycle (2 FMA units x "
+                   f"{peak['flops_per_cycle'] // 4} floats x 2) = {peak['gflops']:.0f} GFLOP/s; "
+                   "the MHz is the nominal clock lscpu states, so a boost clock lets the "
+                   "measured rate exceed it.")
+
+
+def threads_text(threads):
+    variables = ", ".join(f"{k}={v}" for k, v in sorted(threads["environment"].items()))
+    return (f"TensorFlow intra-op {threads['intra_op']}, inter-op {threads['inter_op']} "
+            f"(0: TensorFlow's default, from the cores); "
+            f"{variables or 'no thread variables set in the environment'}")
+
+
+def pairs_section(results):
+    rows = results["rows"]
+    settings = dict.fromkeys(threads_text(row["threads"]) for row in rows if "threads" in row)
+    parts = [
+        "## Pairs side by side",
+        "Each of our mechanisms and its peer built in one process (a fresh process per "
+        "configuration), one `tf.function` forward + backward step each (gradients for the input "
+        "and every weight), warmed up, then timed in interleaved rounds (" + results["order"] +
+        "). A round's ratio is the peer's median time over ours; the table gives the median of "
+        "the rounds' ratios with their min-max, and each side's median over all its timed calls. "
+        "Padded: the last quarter of the sequence is padding at batch 1; at larger batches the "
+        "padding grows from none (first example) to a quarter (last). Reproduce with the "
+        "independent script: `python tools/side_by_side.py --check docs/efficiency/pairs.json`.",
+        "\n".join([conditions(results), rate_line(results),
+                   "- Threads: " + (" / ".join(settings) or "not recorded") + "."])]
+    for pair in dict.fromkeys(row["pair"] for row in rows):
+        mine = [row for row in rows if row["pair"] == pair]
+        ours, peer = pair.rsplit(":", 1)
+        parts += [f"### {ours} vs {peer} ({mine[0]['length']} tokens)", pair_table(mine),
+                  pair_configuration(mine)]
+    return "\n\n".join(parts)
+
+
 # -- training -----------------------------------------------------------------------------------
 
 
@@ -403,7 +489,7 @@ def train_section(results, output_dir, runs_dir):
                   "(`arena_tf/remat.py`; same gradients, tested), against the stored "
                   "activations: stored / remat in each cell, both measured in the same sweep "
                   "(`python -m arena_tf.benchmark train --remat both --xla off --update ...`); "
-                  "the batch is halved only where the estimate of what is held exceeds the cap.",
+                  "each at the batch of its stored row.",
                   remat_table(every_row)]
     points = figure3_points(rows, runs_dir)
     if points:
@@ -440,9 +526,9 @@ def mixer_section(runs, output_dir):
     return "\n\n".join(parts)
 
 
-def targets_section(layer_results, train_results, mixer_results=None):
+def targets_section(layer_results, train_results, mixer_results=None, pair_results=None):
     """The targets' verdicts; the mixers' growth is judged on their first results file."""
-    judged = targets.evaluate(layer_results, train_results, mixer_results)
+    judged = targets.evaluate(layer_results, train_results, mixer_results, pair_results)
     body = [[t["target"], fmt(t["value"], ".3g"), fmt(t["threshold"], ".3g"),
              {True: "met", False: "**missed**", None: "not measured"}[t["met"]], t["detail"]]
             for t in judged]
@@ -455,15 +541,19 @@ def targets_section(layer_results, train_results, mixer_results=None):
                          table(["target", "value", "threshold", "status", "detail"], body)])
 
 
-def render(layer_results, train_results, output_dir, runs_dir, notes, mixer_results=None):
+def render(layer_results, train_results, output_dir, runs_dir, notes, mixer_results=None,
+           pair_results=None):
     parts = ["# Efficiency of the attention mechanisms",
              "Generated by `python -m arena_tf.benchmark report` from the results of "
-             "`python -m arena_tf.benchmark layers` and `... train` (in `docs/efficiency/`); "
-             "do not edit by hand: findings go in `docs/efficiency/notes.md`, included at the end.",
+             "`python -m arena_tf.benchmark layers`, `... pairs` and `... train` (in "
+             "`docs/efficiency/`); do not edit by hand: findings go in "
+             "`docs/efficiency/notes.md`, included at the end.",
              targets_section(layer_results, train_results,
-                             mixer_results[0] if mixer_results else None)]
+                             mixer_results[0] if mixer_results else None, pair_results)]
     if layer_results:
         parts.append(layer_section(layer_results, output_dir))
+    if pair_results:
+        parts.append(pairs_section(pair_results))
     if mixer_results:
         parts.append(mixer_section(mixer_results, output_dir))
     if train_results:
@@ -483,7 +573,8 @@ def run(options, say=print):
     notes = notes_path.read_text() if notes_path.exists() else ""
     output = pathlib.Path(options.output)
     mixers = [found for found in map(load, options.mixers) if found]
-    text = render(layer_results, train_results, output.parent, options.runs, notes, mixers)
+    text = render(layer_results, train_results, output.parent, options.runs, notes, mixers,
+                  load(options.pairs))
     files.write_text(output, text)
     say(f"wrote {output}")
     return output

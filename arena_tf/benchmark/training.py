@@ -76,13 +76,14 @@ def encoder_shape(batch, length):
     return costs.Shape(batch, length + 1, MODEL["num_heads"], MODEL["qkv_dim"] // MODEL["num_heads"])
 
 
-def fitting_batch(name, params, batch, length, cap_gb, remat=False):
-    """(batch, estimate GB): the requested batch halved until its estimate fits under the cap
-    (with remat, one block's activations are held at a time)."""
+def fitting_batch(name, params, batch, length, cap_gb):
+    """(batch, estimate GB): the requested batch halved until its estimate fits under the cap.
+    The same with remat (so its time cost is compared at the same batch): remat keeps less, but
+    the recomputed block's attention at its peak is more than the estimate of one layer."""
     while True:
         shape = encoder_shape(batch, length)
         estimate = memory.estimated_gb(costs.attention_cost(name, shape, params), shape,
-                                       layers=1 if remat else MODEL["num_layers"])
+                                       layers=MODEL["num_layers"])
         if estimate <= cap_gb or batch == 1:
             return batch, estimate
         batch //= 2
@@ -90,8 +91,7 @@ def fitting_batch(name, params, batch, length, cap_gb, remat=False):
 
 def planned_row(name, length, jit, remat, options):
     params = lra_params(name)
-    batch, estimate = fitting_batch(name, params, options.batch, length, options.memory_cap_gb,
-                                    remat)
+    batch, estimate = fitting_batch(name, params, options.batch, length, options.memory_cap_gb)
     shape = encoder_shape(batch, length)
     return {
         "name": name, "params": params, "length": length, "jit": jit, "remat": remat,

@@ -43,6 +43,9 @@ def test_a_configuration_runs_in_a_fresh_process():
 def test_a_failed_configuration_gives_one_sentence():
     text = isolated.failure(-9, "Traceback...\nMemoryError: boom\n")
     assert text == "exit status -9 (killed: out of memory?): MemoryError: boom"
+    tensorflow_style = "ResourceExhaustedError: OOM when allocating\n [Op:__inference_step_1]\n"
+    assert isolated.failure(1, tensorflow_style).endswith(": ResourceExhaustedError: OOM when "
+                                                           "allocating")
 
 
 def test_multi_head_attention_peer_matches_full_with_copied_weights():

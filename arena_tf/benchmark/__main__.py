@@ -1,6 +1,7 @@
-"""Command line: `python -m arena_tf.benchmark layers|train|xla|report|profile [options]`
+"""Command line: `python -m arena_tf.benchmark layers|pairs|train|xla|report|profile [options]`
 (--help)."""
 
+import argparse
 import pathlib
 import sys
 
@@ -19,11 +20,21 @@ def common_options(parser, lengths, output):
     parser.add_argument("--lengths", nargs="+", type=int, default=list(lengths))
     parser.add_argument("--memory-cap-gb", type=float, default=16.0,
                         help="skip a configuration whose estimated memory exceeds this")
+    run_options(parser, output)
+
+
+def run_options(parser, output):
+    """--timeout, --output and --in-process of a sweep of child processes."""
     parser.add_argument("--timeout", type=float, default=1800.0,
                         help="seconds one configuration may take before it is given up")
     parser.add_argument("--output", type=pathlib.Path, default=output)
     parser.add_argument("--in-process", action="store_true",
                         help="measure in this process (quick checks; memory peaks not separate)")
+
+
+def matmul_option(parser):
+    parser.add_argument("--matmul-size", type=int, default=4096,
+                        help="largest square matmul of the rate benchmark (1024 and 2048 too)")
 
 
 def layer_parser(commands):
@@ -43,11 +54,38 @@ def layer_parser(commands):
     parser.add_argument("--repeats", type=int, default=5, help="timed calls (at most)")
     parser.add_argument("--max-seconds", type=float, default=20.0,
                         help="stop repeating (after 3 calls) once timed calls took this long")
-    parser.add_argument("--matmul-size", type=int, default=4096,
-                        help="largest square matmul of the rate benchmark (1024 and 2048 too)")
+    matmul_option(parser)
     parser.add_argument("--agreement-length", type=int, default=512)
     parser.add_argument("--no-profile", action="store_true", help="skip the profiler FLOP count")
     parser.set_defaults(run=layers.run)
+
+
+def positive(text):
+    """A whole number of at least 1 (argparse's type)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of at least 1")
+    return value
+
+
+def pair_parser(commands):
+    from arena_tf.benchmark import pairs
+
+    parser = commands.add_parser("pairs", help="ours and each peer side by side in one process, "
+                                               "interleaved rounds: ratios with their spread")
+    parser.add_argument("--pairs", nargs="+", default=list(pairs.KNOWN), metavar="OURS:PEER",
+                        help=f"pairs to measure (default: all: {', '.join(pairs.KNOWN)})")
+    parser.add_argument("--length", type=positive, default=pairs.DEFAULT_LENGTH)
+    parser.add_argument("--batches", nargs="+", type=positive, default=[1, 4])
+    parser.add_argument("--masks", nargs="+", choices=list(pairs.MASKS),
+                        default=list(pairs.MASKS), help="padded: the last quarter is padding")
+    parser.add_argument("--rounds", type=positive, default=7, help="interleaved rounds")
+    parser.add_argument("--calls", type=positive, default=3, help="timed calls of each per round")
+    parser.add_argument("--warmup", type=positive, default=2,
+                        help="untimed calls of each before the rounds (the first traces)")
+    matmul_option(parser)
+    run_options(parser, RESULTS / "pairs.json")
+    parser.set_defaults(run=pairs.run)
 
 
 def train_parser(commands):
@@ -92,6 +130,8 @@ def report_parser(commands):
                              "--mechanisms ... --peers --output ...` (missing files are skipped)")
     parser.add_argument("--runs", type=pathlib.Path, default=pathlib.Path("runs"),
                         help="run directories (<task>-<model>/metrics.json) for our accuracies")
+    parser.add_argument("--pairs", type=pathlib.Path, default=RESULTS / "pairs.json",
+                        help="the results of `pairs` (skipped when missing)")
     parser.add_argument("--notes", type=pathlib.Path, default=RESULTS / "notes.md",
                         help="hand-written findings included in the report when present")
     parser.add_argument("--output", type=pathlib.Path, default=pathlib.Path("docs/efficiency.md"))
@@ -117,7 +157,8 @@ def parse_args(argv):
     parser = cli.ArgumentParser(prog="python -m arena_tf.benchmark",
                                      description="Efficiency benchmarks of the mechanisms.")
     commands = parser.add_subparsers(dest="command", required=True)
-    for add in (layer_parser, train_parser, xla_parser, report_parser, profile_parser):
+    for add in (layer_parser, pair_parser, train_parser, xla_parser, report_parser,
+                profile_parser):
         add(commands)
     options = parser.parse_args(argv)
     if options.command == "train":

@@ -1,11 +1,14 @@
 """The peers our layers are measured against, on identical shapes: what each is, how to build it
 and whether it computes our counterpart's function (`agreement`), one registry per Keras backend
-(`BY_BACKEND`). Timing and memory are measured by `layers`, which imports this module, never the
-other way round.
+(`BY_BACKEND`). Timing and memory are measured by `layers` (each layer alone) and `pairs` (ours
+and the peer in one process), which import this module, never the other way round. A builder
+gives a `Built` peer: its layer, a call taking our padding mask through the peer's own mask
+argument (`masking`; jax_dpa takes none), and the constructor and arguments that rebuild it.
 
 Under TensorFlow (`PEERS`):
 - `keras_mha`: keras.layers.MultiHeadAttention (Keras 3), against `full`.
-- From tf-models-official (the `peers` extra; tf_keras layers, each measured in its own process):
+- From tf-models-official (the `peers` extra; tf_keras layers, which live beside Keras 3 in one
+  process):
   `kernel_exp` = KernelAttention(feature_transform="exp"), FAVOR+ with 256 random features, against
   `performer`; `kernel_elu` = KernelAttention(feature_transform="elu", num_random_features=0,
   scale=1), the linear attention of Katharopoulos et al., against `linear`; `bigbird_tfm` =
@@ -40,6 +43,12 @@ AGREEMENT_TOLERANCE = 1e-3
 # is reported beside it.
 
 
+# The module of tf-models-official (the `peers` extra), which the Model Garden's peers need, and
+# how to install it.
+MODEL_GARDEN = "official"
+INSTALL = {MODEL_GARDEN: 'pip install -c constraints.txt -e ".[peers]"'}
+
+
 @dataclasses.dataclass(frozen=True)
 class Peer:
     title: str
@@ -53,25 +62,29 @@ class Peer:
     note: str = ""
     # Builder parameters taken from the device record of the run: {parameter: record key}.
     device_params: dict = dataclasses.field(default_factory=dict)
+    # The module it is imported from beyond Keras (see INSTALL); "" for Keras' own.
+    package: str = ""
 
 
 PEERS = {
     "keras_mha": Peer("keras.layers.MultiHeadAttention (Keras 3)", "full", {}, "_keras_mha", True),
     "kernel_exp": Peer(
         "KernelAttention(exp), tf-models-official", "performer",
-        {"num_features": 256, "kernel": "exp"}, "_kernel_exp", True, 0.3, note=(
+        {"num_features": 256, "kernel": "exp"}, "_kernel_exp", True, 0.3, package=MODEL_GARDEN,
+        note=(
             "shifts features by the largest exponent of the whole batch and adds 1e-6 to the "
             "normaliser, so on unit-scale inputs its output collapses towards zero (see "
             "AGREEMENT_TOLERANCE in arena_tf/benchmark/peers.py); compared on inputs x 0.3"
         ),
     ),
     "kernel_elu": Peer("KernelAttention(elu), tf-models-official", "linear", {}, "_kernel_elu",
-                       True),
+                       True, package=MODEL_GARDEN),
     "bigbird_tfm": Peer("BigBirdAttention, tf-models-official", "bigbird",
-                        {"block_size": 64, "num_random_blocks": 3}, "_bigbird", False),
+                        {"block_size": 64, "num_random_blocks": 3}, "_bigbird", False,
+                        package=MODEL_GARDEN),
     "block_sparse": Peer(
         "BlockSparseAttention, tf-models-official", "local", {"block_size": 64}, "_block_sparse",
-        True, note=(
+        True, package=MODEL_GARDEN, note=(
             "normalises each block's softmax over the queries, not the keys: its tf_keras "
             "MultiHeadAttention base sets the softmax axis for rank-4 scores [B, N, T, S] "
             "(axis 3), "
@@ -111,22 +124,68 @@ def build_params(name, device):
     return {param: device[key] for param, key in lookup(name).device_params.items()}
 
 
-# -- builders: (layer, call(x, training)) on a shape --------------------------------------------
+# -- builders: a `Built` peer on a shape ---------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """A peer built on a shape: its layer; `call(x, training, mask=None)`, where `mask` is our
+    padding mask (bool [batch, length], True for real tokens) passed through the peer's own mask
+    argument; how it was constructed (`constructor`: {"class", "arguments"}, enough to rebuild
+    it); and how it takes the mask (`masking`, in words; None when it takes none)."""
+
+    layer: object
+    call: object
+    constructor: dict
+    masking: str | None
+
+
+def _constructed(cls, path, **arguments):
+    """cls(**arguments) and the record of it, the class named by its public `path`."""
+    return cls(**arguments), {"class": path, "arguments": arguments}
+
+
+def key_mask(mask, length):
+    """[batch, length] bool -> MultiHeadAttention's attention_mask [batch, T, S] (every query
+    sees the real keys)."""
+    import tensorflow as tf
+
+    return tf.repeat(mask[:, None, :], length, axis=1)
+
+
+def _multi_head(cls, path, shape, **arguments):
+    """A MultiHeadAttention-style peer, `layer(x, x, attention_mask=[B, T, S])`."""
+    layer, constructor = _constructed(cls, path, num_heads=shape.heads, key_dim=shape.head_dim,
+                                      **arguments)
+
+    def call(x, training, mask=None):
+        masks = None if mask is None else key_mask(mask, shape.length)
+        return layer(x, x, attention_mask=masks, training=training)
+
+    return Built(layer, call, constructor, "attention_mask [batch, T, S] bool: the padding mask "
+                 "of the keys repeated for every query")
 
 
 def _keras_mha(shape, seed):
     import keras
 
-    layer = keras.layers.MultiHeadAttention(num_heads=shape.heads, key_dim=shape.head_dim,
-                                            seed=seed)
-    return layer, lambda x, training: layer(x, x, training=training)
+    return _multi_head(keras.layers.MultiHeadAttention, "keras.layers.MultiHeadAttention", shape,
+                       seed=seed)
 
 
 def _kernel(shape, seed, **params):
+    import tensorflow as tf
     from official.nlp.modeling.layers.kernel_attention import KernelAttention
 
-    layer = KernelAttention(num_heads=shape.heads, key_dim=shape.head_dim, seed=seed, **params)
-    return layer, lambda x, training: layer(x, x, training=training)
+    layer, constructor = _constructed(
+        KernelAttention, "official.nlp.modeling.layers.kernel_attention.KernelAttention",
+        num_heads=shape.heads, key_dim=shape.head_dim, seed=seed, **params)
+
+    def call(x, training, mask=None):
+        masks = None if mask is None else tf.cast(mask, x.dtype)
+        return layer(x, x, attention_mask=masks, training=training)
+
+    return Built(layer, call, constructor, "attention_mask [batch, S] float (keys only)")
 
 
 def _kernel_exp(shape, seed):
@@ -141,23 +200,26 @@ def _bigbird(shape, seed):
     import tensorflow as tf
     from official.nlp.modeling.layers.bigbird_attention import BigBirdAttention, BigBirdMasks
 
-    layer = BigBirdAttention(num_heads=shape.heads, key_dim=shape.head_dim, from_block_size=64,
-                             to_block_size=64, num_rand_blocks=3,
-                             max_rand_mask_length=shape.length, seed=seed)
+    layer, constructor = _constructed(
+        BigBirdAttention, "official.nlp.modeling.layers.bigbird_attention.BigBirdAttention",
+        num_heads=shape.heads, key_dim=shape.head_dim, from_block_size=64, to_block_size=64,
+        num_rand_blocks=3, max_rand_mask_length=shape.length, seed=seed)
     masks = BigBirdMasks(block_size=64)
 
-    def call(x, training):
-        everything = tf.ones(tf.shape(x)[:2], x.dtype)
-        return layer(x, x, attention_mask=masks(x, everything), training=training)
+    def call(x, training, mask=None):
+        real = tf.ones(tf.shape(x)[:2], x.dtype) if mask is None else tf.cast(mask, x.dtype)
+        return layer(x, x, attention_mask=masks(x, real), training=training)
 
-    return layer, call
+    return Built(layer, call, constructor, "attention_mask = BigBirdMasks(block_size=64)(x, "
+                 "padding [batch, L] float), all ones without padding")
 
 
 def _block_sparse(shape, seed):
     from official.nlp.modeling.layers.block_sparse_attention import MultiHeadAttention
 
-    layer = MultiHeadAttention(num_heads=shape.heads, key_dim=shape.head_dim, src_block_size=64)
-    return layer, lambda x, training: layer(x, x, training=training)
+    return _multi_head(MultiHeadAttention,
+                       "official.nlp.modeling.layers.block_sparse_attention.MultiHeadAttention",
+                       shape, src_block_size=64)
 
 
 class DotProductAttention(keras.layers.Layer):
@@ -198,14 +260,28 @@ def dot_product_attention(q, k, v, implementation="xla"):
 
 
 def _jax_dot_product(shape, seed, implementation="xla"):
-    layer = DotProductAttention(shape.heads, shape.head_dim, implementation, seed)
+    layer, constructor = _constructed(
+        DotProductAttention, "arena_tf.benchmark.peers.DotProductAttention",
+        num_heads=shape.heads, head_dim=shape.head_dim, implementation=implementation, seed=seed)
     layer.build((shape.batch, shape.length, shape.width))
-    return layer, lambda x, training: layer(x, training=training)
+
+    def call(x, training, mask=None):
+        if mask is not None:
+            raise ValueError("jax_dpa takes no padding mask")
+        return layer(x, training=training)
+
+    return Built(layer, call, constructor, None)
+
+
+def build_peer(name, shape, seed=0, **params):
+    """The `Built` peer `name` for inputs of `shape`, with its builder's `params`."""
+    return globals()[lookup(name).build](shape, seed, **params)
 
 
 def build(name, shape, seed=0, **params):
-    """(layer, call) of peer `name` for inputs of `shape`, with its builder's `params`."""
-    return globals()[lookup(name).build](shape, seed, **params)
+    """(layer, call(x, training)) of peer `name` for inputs of `shape` (`build_peer`'s)."""
+    built = build_peer(name, shape, seed, **params)
+    return built.layer, built.call
 
 
 # -- agreement with our counterpart (in a child process of the peer's backend) -----------------

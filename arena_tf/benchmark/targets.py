@@ -1,5 +1,6 @@
 """The efficiency targets of issue 8, judged on the results of `layers` and `train` (and the
-mixers' `layers` run, held to the growth target of the linear-time mechanisms).
+mixers' `layers` run, held to the growth target of the linear-time mechanisms), and the raised
+peer targets of issue 20, judged on the results of `pairs` (each pair side by side in one process).
 
 Each target gives a record {target, value, threshold, met, detail}; `met` is None when the results
 needed are missing (not measured, skipped or failed), and the detail says which.
@@ -17,6 +18,15 @@ PEER_TARGETS = (
     ("bigbird", "bigbird_tfm", 1.3),
     ("local[block_size=64]", "block_sparse", 1.0),
     ("full", "keras_mha", 1.0),
+)
+# (our row label, peer, minimum speed-up, speed-up aimed at or None), judged on `pairs`: the median
+# of the interleaved rounds' ratios in every (batch, mask) configuration at JUDGED_LENGTH.
+PAIR_TARGETS = (
+    ("performer", "kernel_exp", 2.0, None),
+    ("linear", "kernel_elu", 2.0, None),
+    ("bigbird", "bigbird_tfm", 2.0, 3.0),
+    ("local[block_size=64]", "block_sparse", 1.5, None),
+    ("full", "keras_mha", 1.2, None),
 )
 # Mechanisms linear in length, whose time and memory at 16K must stay within 4.5x those at 4K.
 LINEAR_IN_LENGTH = ("linear", "performer", "linformer", "local", "longformer", "bigbird")
@@ -67,6 +77,39 @@ def peer_targets(rows):
         value = train[JUDGED_LENGTH]
         judged.append(record(target, value, minimum, value >= minimum, detail))
     return judged
+
+
+def configuration_text(row):
+    """A pairs configuration in the detail of its target: "batch 4, padded: 2.31x [2.10-2.52]"."""
+    head = f"batch {row['batch']}, {row['mask']}: "
+    if "ratio_median" in row:
+        return head + f"{row['ratio_median']:.2f}x [{row['ratio_min']:.2f}-{row['ratio_max']:.2f}]"
+    return head + ("unsupported by the peer" if "unsupported" in row else "failed")
+
+
+def pair_target(rows, ours, peer, minimum, aim):
+    """Met when the median ratio of every measured configuration of the pair reaches `minimum`
+    (configurations the peer cannot run are listed, not judged); None when one failed and none
+    missed, or none was measured. The value is the lowest median."""
+    target = (f"{ours} >= {minimum:g}x as fast as {peer} side by side (fwd+bwd, "
+              f"{JUDGED_LENGTH}, every batch and mask)")
+    mine = [row for row in rows
+            if row["pair"] == f"{ours}:{peer}" and row["length"] == JUDGED_LENGTH]
+    medians = [row["ratio_median"] for row in mine if "ratio_median" in row]
+    if not medians:
+        return missing(target, minimum, f"{ours}:{peer} at {JUDGED_LENGTH} in the pairs results")
+    value = min(medians)
+    failed = any("error" in row for row in mine)
+    met = False if value < minimum else (None if failed else True)
+    detail = "median [min-max] of the rounds' ratios: " + "; ".join(map(configuration_text, mine))
+    if aim:
+        reached = sum(median >= aim for median in medians)
+        detail += f"; aim {aim:g}x: reached in {reached} of {len(medians)}"
+    return record(target, value, minimum, met, detail)
+
+
+def pair_targets(results):
+    return [pair_target(results["rows"], *target) for target in PAIR_TARGETS]
 
 
 def matmul_fraction_target(rows):
@@ -164,12 +207,14 @@ def speed_comparison(train_rows, jit=False):
     return table
 
 
-def evaluate(layer_results=None, train_results=None, mixer_results=None):
+def evaluate(layer_results=None, train_results=None, mixer_results=None, pair_results=None):
     """Every target's record, from whichever results exist."""
     judged = []
     if layer_results:
         rows = layer_results["rows"]
         judged += peer_targets(rows) + [matmul_fraction_target(rows)] + growth_targets(rows)
+    if pair_results:
+        judged += pair_targets(pair_results)
     if mixer_results:
         judged += growth_targets(mixer_results["rows"], MIXERS)
     if train_results:

@@ -19,15 +19,8 @@ def measure_call(call, variables, shape, spec):
     import tensorflow as tf
 
     x = normal((shape.batch, shape.length, shape.width), spec.get("seed", 0))
-
-    def train_step(x):
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            loss = tf.reduce_sum(call(x, True))
-        return tape.gradient(loss, [x, *variables()])
-
     forward = tf.function(lambda x: call(x, False))
-    backward = tf.function(train_step)
+    backward = train_step(call, variables)
     result = {"profiled": profile(forward, backward, x, spec.get("profile", True))}
     baseline = memory.current_rss_mb()
     options = timing.call_options(spec)
@@ -37,6 +30,30 @@ def measure_call(call, variables, shape, spec):
     result["train"]["peak_mb"] = memory.peak_rss_mb() - baseline
     result.update(baseline_mb=baseline, peak_rss_mb=memory.peak_rss_mb())
     return result
+
+
+def train_step(call, variables):
+    """A `tf.function` of x: forward + backward of `call(x, True)`, the gradients of its sum for
+    the input and every weight of `variables()` (read when traced, after the call built them)."""
+    import tensorflow as tf
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(call(x, True))
+        return tape.gradient(loss, [x, *variables()])
+
+    return tf.function(step)
+
+
+def thread_settings():
+    """TensorFlow's thread pools as this process set them (0: TensorFlow's default, chosen from
+    the cores) and the thread variables of the environment (`machine.thread_environment`)."""
+    import tensorflow as tf
+
+    return {"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
+            "environment": machine.thread_environment()}
 
 
 def profile(forward, backward, x, enabled):

@@ -94,7 +94,8 @@ CASES = {
     "benchmark-report-without-results": Case(
         "no benchmark results to report",
         lambda tmp: ["arena_tf.benchmark", "report", "--layers", str(tmp / "a.json"), "--train",
-                     str(tmp / "b.json"), "--output", str(tmp / "out.md")],
+                     str(tmp / "b.json"), "--pairs", str(tmp / "c.json"), "--output",
+                     str(tmp / "out.md")],
         "expected the JSON results of the benchmarks"),
     "export-missing-run": Case(
         "an export of a run directory that does not exist",

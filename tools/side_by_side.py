@@ -11,7 +11,7 @@ sum for the input and every weight), 2 untimed calls each, then the recorded num
 (--rounds to change it), each timing `calls` calls of each side, alternating which side goes
 first; a round's ratio is the peer's median over ours. --check: the median of the rounds' ratios
 must lie within the recorded [min, max] widened by --tolerance t, i.e. [min / (1 + t),
-max * (1 + t)] (default t = 0.25).
+max * (1 + t)] (default t = 0.1).
 """
 
 import argparse
@@ -130,7 +130,7 @@ def main(argv=None):
                         help="time its pairs and check each median against its recorded range")
     source.add_argument("--from", dest="source", metavar="PAIRS_JSON",
                         default="docs/efficiency/pairs.json", help="time its pairs only")
-    parser.add_argument("--tolerance", type=float, default=0.25)
+    parser.add_argument("--tolerance", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, help="rounds per configuration (default: recorded)")
     options = parser.parse_args(argv)
     try:

@@ -81,6 +81,8 @@ def pair_parser(commands):
                         default=list(pairs.MASKS), help="padded: the last quarter is padding")
     parser.add_argument("--rounds", type=positive, default=7, help="interleaved rounds")
     parser.add_argument("--calls", type=positive, default=3, help="timed calls of each per round")
+    parser.add_argument("--runs", type=positive, default=2,
+                        help="fresh processes per configuration (the sweep repeated)")
     parser.add_argument("--warmup", type=positive, default=2,
                         help="untimed calls of each before the rounds (the first traces)")
     matmul_option(parser)

@@ -2,7 +2,7 @@
 interleaved rounds, so that the speed-up comes with its spread (issue 20).
 
     python -m arena_tf.benchmark pairs [--pairs performer:kernel_exp ...] [--length 4096]
-        [--batches 1 4] [--masks none padded] [--rounds 7] [--calls 3]
+        [--batches 1 4] [--masks none padded] [--rounds 7] [--calls 3] [--runs 2]
         [--output docs/efficiency/pairs.json]
 
 A pair is one of `targets.PEER_TARGETS`, named OURS:PEER and built as `layers` builds it: ours by
@@ -14,7 +14,9 @@ forward + backward step (`tf_measure.train_step`: gradients for the input and ev
 traced and warmed up; then `rounds` rounds each call both `calls` times in alternating pairs,
 (ours, peer), (peer, ours), ..., starting with ours in even rounds and with the peer in odd ones
 (ABBA / BAAB), so that a drift of the machine hits both alike. A round's ratio is the peer's median
-over ours. The record keeps every round's ratio, their median, min and max, both medians in ms,
+over ours. The whole sweep runs `runs` times (each configuration in a new process each time, the
+runs minutes apart), and a configuration's spread pools the rounds of all its runs, so it covers
+the variation between processes as well as within one. The record keeps every round's ratio, their median, min and max, both medians in ms,
 the thread settings, the load, and both layers' constructors (tools/side_by_side.py rebuilds the
 pairs from them without this package).
 
@@ -188,6 +190,25 @@ def run_row(row, options):
     return {**row, **layers.measurer(options)("pair", spec, timeout=options.timeout)}
 
 
+def merged(runs):
+    """One configuration's row over its runs (each a fresh process): the rounds of every run
+    pooled for the median, min and max, each side's ms the median of the runs' medians, and each
+    run's own summary under "runs". A run that failed or was unsupported stands for the row."""
+    for run in runs:
+        if "ratios" not in run:
+            return run
+    ratios = [ratio for run in runs for ratio in run["ratios"]]
+    per_run = [{key: run[key] for key in RUN_SUMMARY} for run in runs]
+    return {**runs[0], "ratios": ratios, "ratio_median": float(np.median(ratios)),
+            "ratio_min": min(ratios), "ratio_max": max(ratios), "runs": per_run,
+            **{f"{side}_ms": float(np.median([run[f"{side}_ms"] for run in runs]))
+               for side in SIDES}}
+
+
+# What each run of a configuration keeps of its own in the merged row.
+RUN_SUMMARY = ("ratio_median", "ratio_min", "ratio_max", "ours_ms", "peer_ms", "load")
+
+
 def describe_row(row):
     """One console line for a configuration."""
     head = f"{row['pair']:<32} batch {row['batch']:<3} mask {row['mask']:<7}"
@@ -217,13 +238,16 @@ def run(options, say=print):
                "matmul_rate": layers.matmul_rate(options), "peak": machine.lscpu_peak(),
                "rows": []}
     say(describe_rates(results))
-    for pair in names:
-        for batch in options.batches:
-            for mask in options.masks:
-                row = run_row(planned_row(pair, batch, mask, options), options)
-                results["rows"].append(row)
-                say(describe_row(row))
-                files.write_json(options.output, results)
+    plans = [planned_row(pair, batch, mask, options)
+             for pair in names for batch in options.batches for mask in options.masks]
+    measured = [[] for _ in plans]
+    for repeat in range(options.runs):  # every configuration once, then again: runs apart in time
+        say(f"run {repeat + 1} of {options.runs}")
+        for index, plan in enumerate(plans):
+            measured[index].append(run_row(plan, options))
+            results["rows"] = [merged(runs) for runs in measured if runs]
+            say(describe_row(measured[index][-1]))
+            files.write_json(options.output, results)
     results.update(finished=time.strftime("%Y-%m-%d %H:%M:%S"), load_end=machine.load_average())
     files.write_json(options.output, results)
     say(f"results in {options.output}")

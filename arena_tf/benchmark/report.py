@@ -272,8 +272,11 @@ def ratio_cell(row):
 
 def pair_table(rows):
     body = [[str(row["batch"]), row["mask"], ratio_cell(row), fmt(row.get("ours_ms")),
-             fmt(row.get("peer_ms")), str(row["rounds"])] for row in rows]
-    return table(["batch", "mask", "ratio median [min-max]", "ours ms", "peer ms", "rounds"], body)
+             fmt(row.get("peer_ms")), f"{row['rounds']} x {len(row.get('runs', [row]))}",
+             " / ".join(f"{run['ratio_median']:.2f}x" for run in row.get("runs", []))]
+            for row in rows]
+    return table(["batch", "mask", "ratio median [min-max]", "ours ms", "peer ms",
+                  "rounds x runs", "each run's median"], body)
 
 
 def call_text(function, *positional, **arguments):
@@ -329,8 +332,10 @@ def pairs_section(results):
         "Each of our mechanisms and its peer built in one process (a fresh process per "
         "configuration), one `tf.function` forward + backward step each (gradients for the input "
         "and every weight), warmed up, then timed in interleaved rounds (" + results["order"] +
-        "). A round's ratio is the peer's median time over ours; the table gives the median of "
-        "the rounds' ratios with their min-max, and each side's median over all its timed calls. "
+        "). A round's ratio is the peer's median time over ours. The sweep ran several times, each "
+        "configuration in a new process each time; the table gives the median of all rounds' "
+        "ratios with their min-max (pooled over the runs), each side's median time (median of "
+        "the runs) and each run's own median ratio. "
         "Padded: the last quarter of the sequence is padding at batch 1; at larger batches the "
         "padding grows from none (first example) to a quarter (last). Reproduce with the "
         "independent script: `python tools/side_by_side.py --check docs/efficiency/pairs.json`.",

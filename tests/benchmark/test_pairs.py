@@ -19,7 +19,7 @@ from tests.one_line import assert_one_error_line
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "side_by_side.py"
 TINY = ["--length", "128", "--rounds", "2", "--calls", "1", "--warmup", "1", "--matmul-size",
-        "128", "--in-process"]
+        "128", "--in-process", "--runs", "1"]
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +55,16 @@ def test_pairs_records_ratios_for_every_batch_and_mask(measured):
         assert row["peer"]["arguments"]["key_dim"] == 64 and row["peer"]["config"]["num_heads"] == 4
     assert rows[1, "none"]["valid_lengths"] == [128] and rows[1, "padded"]["valid_lengths"] == [96]
     assert rows[2, "padded"]["valid_lengths"] == [128, 96]
+
+
+def test_runs_pool_their_rounds(tmp_path):
+    output = tmp_path / "pairs.json"
+    cli.main(["pairs", "--pairs", "full:keras_mha", "--batches", "1", "--masks", "none", *TINY,
+              "--runs", "2", "--output", str(output)])
+    (row,) = json.loads(output.read_text())["rows"]
+    assert len(row["runs"]) == 2 and len(row["ratios"]) == 2 * row["rounds"]
+    assert row["ratio_min"] == min(run["ratio_min"] for run in row["runs"])
+    assert row["ratio_max"] == max(run["ratio_max"] for run in row["runs"])
 
 
 def test_a_peer_without_a_padding_mask_is_recorded_unsupported(tmp_path, monkeypatch, capsys):
@@ -161,8 +171,9 @@ def test_report_renders_the_pairs_section(tmp_path):
               "--notes", str(tmp_path / "none.md"), "--output", str(output)])
     text = output.read_text()
     assert "## Pairs side by side" in text and "### performer vs kernel_exp (4096 tokens)" in text
-    assert "| batch | mask | ratio median [min-max] | ours ms | peer ms | rounds |" in text
-    assert "| 4 | padded | 2.20x [2.10-2.30] | 10.0 | 22.0 | 7 |" in text
+    assert ("| batch | mask | ratio median [min-max] | ours ms | peer ms | rounds x runs | each "
+            "run's median |") in text
+    assert "| 4 | padded | 2.20x [2.10-2.30] | 10.0 | 22.0 | 7 x 1 |" in text
     assert "| 4 | padded | unsupported: takes no padding mask |" in text
     assert "`arena_tf.layers.get('performer', num_heads=4, head_dim=64" in text
     assert "2 cores x 2600 MHz x 64 FLOPs/cycle (2 FMA units x 16 floats x 2) = 333" in text

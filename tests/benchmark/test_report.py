@@ -77,7 +77,7 @@ def result_files(tmp_path):
 
 def test_report_writes_markdown_with_verdicts_and_pngs(result_files):
     output = result_files / "docs" / "efficiency.md"
-    cli.main(["report", "--layers", str(result_files / "layers.json"),
+    cli.main(["report", "--pairs", "no-pairs.json", "--layers", str(result_files / "layers.json"),
               "--train", str(result_files / "train.json"), "--runs", str(result_files / "runs"),
               "--mixers", str(result_files / "no-mixers.json"),
               "--notes", str(result_files / "no-notes.md"), "--output", str(output)])
@@ -114,7 +114,7 @@ def test_figure3_uses_our_accuracy_where_a_run_exists(result_files):
 
 
 def test_report_without_results_says_what_to_run(tmp_path, capsys):
-    assert cli.main(["report", "--layers", str(tmp_path / "a.json"), "--train",
+    assert cli.main(["report", "--pairs", "no-pairs.json", "--layers", str(tmp_path / "a.json"), "--train",
                      str(tmp_path / "b.json"), "--output", str(tmp_path / "out.md")]) == 2
     assert_one_error_line(capsys.readouterr().err, "run `python -m arena_tf.benchmark layers`")
     assert not (tmp_path / "out.md").exists()
@@ -139,7 +139,7 @@ def test_mixers_get_their_section_and_the_growth_target(result_files):
         layer_row("mega", "layer", 16384, train_ms=300, peak_mb=400),  # x6: missed
     ], matmul=[{"gflops": 100.0, "size": 2048}])))
     output = result_files / "efficiency.md"
-    cli.main(["report", "--layers", str(result_files / "none.json"),
+    cli.main(["report", "--pairs", "no-pairs.json", "--layers", str(result_files / "none.json"),
               "--train", str(result_files / "train.json"), "--mixers", str(mixers),
               str(result_files / "absent.json"),
               "--runs", str(result_files / "runs"), "--output", str(output)])
@@ -170,7 +170,7 @@ def test_jax_layer_results_are_labelled_as_jax(tmp_path):
         backend={"name": "jax", **device}, matmul=[{"gflops": 100.0, "size": 2048}],
         agreement=[])))
     output = tmp_path / "efficiency.md"
-    cli.main(["report", "--layers", str(layers_json), "--train", str(tmp_path / "none.json"),
+    cli.main(["report", "--pairs", "no-pairs.json", "--layers", str(layers_json), "--train", str(tmp_path / "none.json"),
               "--mixers", "--notes", str(tmp_path / "none.md"), "--output", str(output)])
     text = output.read_text()
     assert "## One attention layer (JAX on cpu)" in text
@@ -182,7 +182,7 @@ def test_jax_layer_results_are_labelled_as_jax(tmp_path):
 
 def test_tensorflow_results_keep_their_headings(result_files):
     output = result_files / "efficiency.md"
-    cli.main(["report", "--layers", str(result_files / "layers.json"),
+    cli.main(["report", "--pairs", "no-pairs.json", "--layers", str(result_files / "layers.json"),
               "--train", str(result_files / "none.json"), "--mixers",
               "--notes", str(result_files / "none.md"), "--output", str(output)])
     text = output.read_text()

@@ -2,7 +2,6 @@
 
 import json
 
-import pytest
 
 from arena_tf.benchmark import __main__ as cli
 from arena_tf.benchmark import training

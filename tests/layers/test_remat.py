@@ -65,8 +65,8 @@ def test_a_rematerialized_block_trains_like_the_stored_one(name):
         np.testing.assert_array_equal(got, want)
 
 
-def test_inference_is_not_rematerialized():
-    """Outside training the block runs plainly (no recomputation to pay for, nothing to keep)."""
+def test_a_remat_block_infers_like_the_stored_one():
+    """Outside training a block built with remat gives the stored block's output exactly."""
     x = np.ones((BATCH, LENGTH, HEADS * HEAD_DIM), "float32")
     mask = np.ones((BATCH, LENGTH), bool)
     stored, recomputed = block("full", remat=False), block("full", remat=True)

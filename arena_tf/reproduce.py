@@ -19,6 +19,7 @@ import datetime
 import json
 import os
 import pathlib
+import shlex
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,9 @@ SUITES = ROOT / "configs" / "suites"
 RESULTS = ROOT / "docs" / "reproduction" / "results.json"
 REPORT = ROOT / "docs" / "reproduction.md"
 RUNS = pathlib.Path("runs") / "reproduce"
+# Settings that decide when a run logs, evaluates or checkpoints, not what it learns.
+BOOKKEEPING = ("train.seed", "train.log_every", "train.eval_every", "train.eval_batches",
+               "train.checkpoint_every")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,6 +286,50 @@ def plot_curves(name, rows, path):
     plt.close(figure)
 
 
+def settings_of(command):
+    """{name: value} of a train command's --preset and --set values (a later value of a name wins,
+    as in train), without the BOOKKEEPING ones."""
+    values = {}
+    for word in shlex.split(command):
+        if word.startswith("--set="):
+            name, _, value = word[len("--set="):].partition("=")
+            values[name] = value
+        elif word.startswith("--preset="):
+            values["preset"] = word[len("--preset="):]
+    return {name: value for name, value in values.items() if name not in BOOKKEEPING}
+
+
+def attempts_table(rows):
+    """The runs of one task and mechanism in several suites, each with the settings in which the
+    runs differ (`unset`: the task's, model's or preset's own value)."""
+    settings = [settings_of(row["command"]) for row in rows]
+    names = sorted({name for values in settings for name in values})
+    differing = [name for name in names if len({values.get(name) for values in settings}) > 1]
+    lines = [[row["suite"], row["seed"],
+              " ".join(f"{name}={values.get(name, 'unset')}" for name in differing) or "the same",
+              f"{100 * row['test_accuracy']:.1f}", f"{100 * row['best_val_accuracy']:.1f}",
+              row["steps"]]
+             for row, values in zip(rows, settings)]
+    return table(["suite", "seed", "settings that differ", "test %", "best validation %", "steps"],
+                 lines)
+
+
+def attempts_section(rows):
+    """Every task and mechanism trained in more than one suite: its attempts side by side, so the
+    choice that changed the result shows with the runs that show it."""
+    groups = {}
+    for row in sorted(rows, key=lambda r: (r["task"], r["mechanism"], r["suite"], r["seed"])):
+        groups.setdefault((row["task"], row["mechanism"]), []).append(row)
+    parts = [f"### {task}: `{mechanism}`\n\n" + attempts_table(group) + "\n"
+             for (task, mechanism), group in groups.items()
+             if len({row["suite"] for row in group}) > 1]
+    if not parts:
+        return []
+    return ["## Attempts: what changed the result\n",
+            "Each task and mechanism trained in more than one suite, its runs side by side with "
+            "the settings in which they differ (taken from each row's command).\n", *parts]
+
+
 def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
     """docs/reproduction.md (and a learning-curve PNG per suite) from results.json alone."""
     rows = read_results(results)
@@ -315,6 +363,7 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
                                [[r["mechanism"], r["seed"], f"{100 * r['test_accuracy']:.2f}",
                                  r["steps"], f"{r['train_seconds'] / 60:.0f} min", r["device"],
                                  r["git_commit"], f"`{r['command']}`"] for r in mine]) + "\n")
+    parts.extend(attempts_section(rows))
     files.write_text(doc, "\n".join(parts))
     return doc
 

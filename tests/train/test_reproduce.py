@@ -143,3 +143,27 @@ def test_a_suite_of_several_tasks_runs_each_and_reports_each_beside_its_paper(tm
     assert "| `full` | missing: not run yet |  | 36.37 |" in listops
     assert "| `full` | 40.0 | 41.0 | 42.44 | 10.0 |" in image
     assert "| `linear` | missing: not run yet |" in image
+
+
+def test_the_report_sets_each_mechanisms_attempts_side_by_side_with_what_differs(tmp_path):
+    """A mechanism trained in two suites gets a table of both runs with the settings that differ
+    between them (a later --set of a name wins; logging and checkpoint settings are left out); a
+    mechanism trained in one suite gets none."""
+    base = "python -m arena_tf.train --task=listops --model={} --preset=cpu " \
+           "--set=train.learning_rate=0.0001 --set=train.log_every={} {} --set=train.seed=0"
+    commands = {("a", "linear"): base.format("linear", 50, ""),
+                ("b", "linear"): base.format("linear", 10, "--set=train.learning_rate=0.001 "
+                                             "--set=model.pooling=cls"),
+                ("a", "local"): base.format("local", 50, "")}
+    rows = [{"suite": suite, "task": "listops", "mechanism": mechanism, "seed": 0,
+             "test_accuracy": accuracy, "best_val_accuracy": accuracy, "chance": 0.17,
+             "steps": 10, "train_seconds": 60, "device": "CPU", "git_commit": "abc",
+             "command": commands[suite, mechanism]}
+            for (suite, mechanism), accuracy in zip(commands, (0.179, 0.352, 0.18))]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(rows))
+    text = reproduce.report(results, tmp_path / "doc.md", tmp_path).read_text()
+    attempts = text.split("## Attempts: what changed the result\n")[1]
+    assert "### listops: `linear`" in attempts and "`local`" not in attempts
+    assert "| a | 0 | model.pooling=unset train.learning_rate=0.0001 | 17.9 | 17.9 | 10 |" in attempts
+    assert "| b | 0 | model.pooling=cls train.learning_rate=0.001 | 35.2 | 35.2 | 10 |" in attempts

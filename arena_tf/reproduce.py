@@ -111,7 +111,7 @@ class Run:
 
     @property
     def command(self):
-        return "python -m arena_tf.train " + " ".join(self.arguments)
+        return "python -m arena_tf.train " + " ".join(map(shlex.quote, self.arguments))
 
     def state(self):
         """'done', 'interrupted' (checkpoints, no results) or 'new'."""

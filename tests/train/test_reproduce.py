@@ -3,6 +3,7 @@ without --resume and continues it with it, records every finished run in results
 report is regenerated from results.json alone."""
 
 import json
+import shlex
 
 import pytest
 import yaml
@@ -98,6 +99,16 @@ def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path)
     assert "| `linear` | 45.0 | 50.0 | 16.13 | 17.0 | met |" in text
     assert "| `s4d` | 45.0 | 50.0 | 60.00 | 17.0 | missed (50.0) |" in text
     assert "`s4d` 50.0%" in reproduce.suite_heading(suite)
+
+
+def test_a_stored_command_survives_the_shell_when_a_setting_holds_spaces(tmp_path):
+    (tmp_path / "spaced.yaml").write_text(yaml.safe_dump({
+        "task": "listops", "mechanisms": ["linear"], "paper": {},
+        "overrides": ["task.params.generator_spec={train: 20, min_length: 40}"]}))
+    (run,) = reproduce.plan(reproduce.load_suite("spaced", tmp_path), runs_dir=tmp_path)
+    words = shlex.split(run.command)
+    assert words[:3] == ["python", "-m", "arena_tf.train"] and words[3:] == run.arguments
+    assert "--set=task.params.generator_spec={train: 20, min_length: 40}" in words
 
 
 def test_a_time_limit_pauses_at_a_checkpoint_and_resume_finishes(setting, capfd):

@@ -37,6 +37,7 @@ SUITES = ROOT / "configs" / "suites"
 RESULTS = ROOT / "docs" / "reproduction" / "results.json"
 REPORT = ROOT / "docs" / "reproduction.md"
 RUNS = pathlib.Path("runs") / "reproduce"
+TRAIN_WINDOWS = 10  # logged training windows averaged into a row's final training accuracy
 # Settings that decide when a run logs, evaluates or checkpoints, not what it learns.
 BOOKKEEPING = ("train.seed", "train.log_every", "train.eval_every", "train.eval_batches",
                "train.checkpoint_every")
@@ -184,6 +185,7 @@ def result_row(run):
 
     metrics = json.loads((run.run_dir / "metrics.json").read_text())
     curve = read_scalars(run.run_dir / "validation").get("accuracy", {})
+    trained = read_scalars(run.run_dir / "train").get("accuracy", {})
     return {
         "suite": run.suite.name, "task": run.task_name, "mechanism": run.mechanism,
         "seed": run.seed, "test_accuracy": metrics["test_accuracy"],
@@ -194,7 +196,15 @@ def result_row(run):
         "git_commit": git_commit(),
         "date": datetime.date.today().isoformat(), "command": run.command,
         "validation_curve": [[step, value] for step, value in sorted(curve.items())],
+        "final_train_accuracy": final_train_accuracy(trained),
     }
+
+
+def final_train_accuracy(accuracy_by_step):
+    """Mean training accuracy of the last TRAIN_WINDOWS logged windows (None without any): beside
+    the validation accuracy it tells a model that underfits from one that overfits."""
+    last = [value for _, value in sorted(accuracy_by_step.items())[-TRAIN_WINDOWS:]]
+    return statistics.fmean(last) if last else None
 
 
 def read_results(path=RESULTS):
@@ -233,19 +243,23 @@ def suite_table(name, rows, suite, task=None):
         paper = suite.paper_of(task).get(mechanism) if suite else None
         paper_cell = "" if paper is None else f"{paper:.2f}"
         if not done:
-            lines.append([f"`{mechanism}`", "missing: not run yet", "", paper_cell, "", ""])
+            lines.append([f"`{mechanism}`", "missing: not run yet", "", "", paper_cell, "", ""])
             continue
         accuracies = [100 * r["test_accuracy"] for r in done]
         mean = statistics.fmean(accuracies)
         target = suite.target_of(mechanism) if suite else None
         verdict = "" if target is None else ("met" if mean >= target else f"missed ({target})")
         chance = done[0].get("chance")
+        trained = [r["final_train_accuracy"] for r in done
+                   if r.get("final_train_accuracy") is not None]
         lines.append([f"`{mechanism}`", spread(accuracies),
                       f"{statistics.fmean(100 * r['best_val_accuracy'] for r in done):.1f}",
+                      f"{100 * statistics.fmean(trained):.1f}" if trained else "",
                       paper_cell, "" if chance is None else f"{100 * chance:.1f}", verdict])
     source = suite.paper_source if suite else "LRA paper"
-    return table(["mechanism", "test accuracy % (ours)", "best validation %", f"{source} %",
-                  "majority class %", "target"], lines)
+    return table(["mechanism", "test accuracy % (ours)", "best validation %",
+                  f"training % (last {TRAIN_WINDOWS} logs)", f"{source} %", "majority class %",
+                  "target"], lines)
 
 
 def suite_heading(suite):

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from arena_tf import reproduce
+from arena_tf.training.events import read_scalars
 from tests.one_line import assert_one_error_line
 from tests.train.conftest import TINY, loop
 
@@ -44,6 +45,9 @@ def test_a_suite_runs_once_resumes_with_resume_and_reports_from_results(setting,
     row = rows[0]
     assert row["command"].startswith("python -m arena_tf.train --task=listops --model=linear")
     assert row["validation_curve"][-1][0] == STEPS and row["git_commit"] and row["device"]
+    logged = read_scalars(runs_dir / "tiny-listops" / "linear-seed0" / "train")["accuracy"]
+    last = [logged[step] for step in sorted(logged)[-reproduce.TRAIN_WINDOWS:]]
+    assert row["final_train_accuracy"] == pytest.approx(sum(last) / len(last))
     assert "`local` | missing: not run yet" in doc.read_text()
 
     # local is interrupted after its first checkpoint: a run of 2 of its 4 steps, same settings.
@@ -92,12 +96,12 @@ def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path)
     linear, s4d = reproduce.plan(suite, runs_dir=tmp_path)
     assert linear.command.count("learning_rate") == 1
     assert s4d.command.index("learning_rate=0.0001") < s4d.command.index("learning_rate=0.001 ")
-    rows = [{"mechanism": m, "test_accuracy": 0.45, "best_val_accuracy": 0.5, "chance": 0.17}
-            for m in ("linear", "s4d")]
+    rows = [{"mechanism": m, "test_accuracy": 0.45, "best_val_accuracy": 0.5, "chance": 0.17,
+             "final_train_accuracy": train} for m, train in (("linear", 0.6), ("s4d", None))]
     text = reproduce.suite_table("mixed", rows, suite)
     assert "| published % |" in text
-    assert "| `linear` | 45.0 | 50.0 | 16.13 | 17.0 | met |" in text
-    assert "| `s4d` | 45.0 | 50.0 | 60.00 | 17.0 | missed (50.0) |" in text
+    assert "| `linear` | 45.0 | 50.0 | 60.0 | 16.13 | 17.0 | met |" in text
+    assert "| `s4d` | 45.0 | 50.0 |  | 60.00 | 17.0 | missed (50.0) |" in text
     assert "`s4d` 50.0%" in reproduce.suite_heading(suite)
 
 
@@ -151,8 +155,8 @@ def test_a_suite_of_several_tasks_runs_each_and_reports_each_beside_its_paper(tm
     results.write_text(json.dumps(rows))
     text = reproduce.report(results, tmp_path / "doc.md", tmp_path).read_text()
     listops, image = text.split("### listops\n")[1].split("### image\n")
-    assert "| `full` | missing: not run yet |  | 36.37 |" in listops
-    assert "| `full` | 40.0 | 41.0 | 42.44 | 10.0 |" in image
+    assert "| `full` | missing: not run yet |  |  | 36.37 |" in listops
+    assert "| `full` | 40.0 | 41.0 |  | 42.44 | 10.0 |" in image
     assert "| `linear` | missing: not run yet |" in image
 
 

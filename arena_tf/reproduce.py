@@ -301,15 +301,16 @@ def plot_curves(name, rows, path):
 
 
 def settings_of(command):
-    """{name: value} of a train command's --preset and --set values (a later value of a name wins,
-    as in train), without the BOOKKEEPING ones."""
+    """{name: value} of a train command's --preset, --data_dir and --set values (a later value of
+    a name wins, as in train), without the BOOKKEEPING ones."""
     values = {}
     for word in shlex.split(command):
         if word.startswith("--set="):
             name, _, value = word[len("--set="):].partition("=")
             values[name] = value
-        elif word.startswith("--preset="):
-            values["preset"] = word[len("--preset="):]
+        elif word.startswith(("--preset=", "--data_dir=")):
+            name, _, value = word[2:].partition("=")
+            values[name] = value
     return {name: value for name, value in values.items() if name not in BOOKKEEPING}
 
 

@@ -168,7 +168,7 @@ def test_the_report_sets_each_mechanisms_attempts_side_by_side_with_what_differs
            "--set=train.learning_rate=0.0001 --set=train.log_every={} {} --set=train.seed=0"
     commands = {("a", "linear"): base.format("linear", 50, ""),
                 ("b", "linear"): base.format("linear", 10, "--set=train.learning_rate=0.001 "
-                                             "--set=model.pooling=cls"),
+                                             "--set=model.pooling=cls --data_dir=short"),
                 ("a", "local"): base.format("local", 50, "")}
     rows = [{"suite": suite, "task": "listops", "mechanism": mechanism, "seed": 0,
              "test_accuracy": accuracy, "best_val_accuracy": accuracy, "chance": 0.17,
@@ -180,6 +180,6 @@ def test_the_report_sets_each_mechanisms_attempts_side_by_side_with_what_differs
     text = reproduce.report(results, tmp_path / "doc.md", tmp_path).read_text()
     attempts = text.split("## Attempts: what changed the result\n")[1]
     assert "### listops: `linear`" in attempts and "`local`" not in attempts
-    first = "| a | 0 | model.pooling=unset train.learning_rate=0.0001 | 17.9 | 17.9 | 10 |"
-    second = "| b | 0 | model.pooling=cls train.learning_rate=0.001 | 35.2 | 35.2 | 10 |"
+    first = "| a | 0 | data_dir=unset model.pooling=unset train.learning_rate=0.0001 | 17.9 |"
+    second = "| b | 0 | data_dir=short model.pooling=cls train.learning_rate=0.001 | 35.2 |"
     assert first in attempts and second in attempts

@@ -305,12 +305,12 @@ def settings_of(command):
     a name wins, as in train), without the BOOKKEEPING ones."""
     values = {}
     for word in shlex.split(command):
-        if word.startswith("--set="):
-            name, _, value = word[len("--set="):].partition("=")
+        option, _, value = word.partition("=")
+        if option == "--set":
+            name, _, value = value.partition("=")
             values[name] = value
-        elif word.startswith(("--preset=", "--data_dir=")):
-            name, _, value = word[2:].partition("=")
-            values[name] = value
+        elif option in ("--preset", "--data_dir"):
+            values[option[2:]] = value
     return {name: value for name, value in values.items() if name not in BOOKKEEPING}
 
 

@@ -134,6 +134,10 @@ def report_parser(commands):
                         help="run directories (<task>-<model>/metrics.json) for our accuracies")
     parser.add_argument("--pairs", type=pathlib.Path, default=RESULTS / "pairs.json",
                         help="the results of `pairs` (skipped when missing)")
+    parser.add_argument("--exact", type=pathlib.Path, default=RESULTS / "exact.json",
+                        help="`full` across its switch to blockwise attention, a run of `layers "
+                             "--mechanisms full --lengths 4096 8192 16384 --peers ...` (skipped "
+                             "when missing)")
     parser.add_argument("--notes", type=pathlib.Path, default=RESULTS / "notes.md",
                         help="hand-written findings included in the report when present")
     parser.add_argument("--output", type=pathlib.Path, default=pathlib.Path("docs/efficiency.md"))

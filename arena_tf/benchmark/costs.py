@@ -68,7 +68,15 @@ def padded(length, block):
 
 
 def _full(s, p):
-    return HeadCost(4 * s.length**2 * s.head_dim, s.length**2)
+    """Dense [L, L] scores below `blockwise_from` keys or with attention dropout (the cost is
+    that of training); otherwise one [L, block_size] block of scores at a time
+    (arena_tf/layers/blockwise.py; its backward recomputes the blocks, which the 3x-forward
+    convention does not count)."""
+    blockwise_from = p.get("blockwise_from")
+    blockwise = (blockwise_from is not None and s.length >= blockwise_from
+                 and not p.get("attention_dropout"))
+    keys_held = min(p["block_size"], s.length) if blockwise else s.length
+    return HeadCost(4 * s.length**2 * s.head_dim, s.length * keys_held)
 
 
 def _synthesizer(s, p):

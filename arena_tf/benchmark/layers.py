@@ -75,7 +75,7 @@ def entries(mechanisms, peer_names, device=None):
         label = f"{peer_name}[{params_text(params)}]" if params else peer_name
         rows.insert(rows.index(counterpart) + 1,
                     Entry(label, "peer", peer_name, params, counterpart.formula,
-                          counterpart.formula_params))
+                          {**counterpart.formula_params, **peer.cost_params}))
     return rows
 
 

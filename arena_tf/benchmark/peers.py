@@ -64,10 +64,17 @@ class Peer:
     device_params: dict = dataclasses.field(default_factory=dict)
     # The module it is imported from beyond Keras (see INSTALL); "" for Keras' own.
     package: str = ""
+    # Cost-formula parameters where the peer computes differently from its counterpart (a dense
+    # peer of `full` keeps the [L, L] scores at every length).
+    cost_params: dict = dataclasses.field(default_factory=dict)
 
+
+# `full`'s cost without its memory-efficient form: the dense peers' memory estimate.
+DENSE = {"blockwise_from": None}
 
 PEERS = {
-    "keras_mha": Peer("keras.layers.MultiHeadAttention (Keras 3)", "full", {}, "_keras_mha", True),
+    "keras_mha": Peer("keras.layers.MultiHeadAttention (Keras 3)", "full", {}, "_keras_mha", True,
+                      cost_params=DENSE),
     "kernel_exp": Peer(
         "KernelAttention(exp), tf-models-official", "performer",
         {"num_features": 256, "kernel": "exp"}, "_kernel_exp", True, 0.3, package=MODEL_GARDEN,
@@ -98,7 +105,8 @@ PEERS = {
 
 JAX_PEERS = {
     "jax_dpa": Peer("jax.nn.dot_product_attention (JAX)", "full", {}, "_jax_dot_product", True,
-                    device_params={"implementation": "attention_implementation"}),
+                    device_params={"implementation": "attention_implementation"},
+                    cost_params=DENSE),
 }
 # Keras backend -> its peers (a peer is a layer of one backend only).
 BY_BACKEND = {"tensorflow": PEERS, "jax": JAX_PEERS}

@@ -1,7 +1,8 @@
 """docs/efficiency.md from the results of `layers`, `pairs` and `train`, with its plots beside it.
 
     python -m arena_tf.benchmark report [--layers L.json] [--train T.json] [--mixers M.json]
-                                        [--pairs P.json] [--output docs/efficiency.md]
+                                        [--pairs P.json] [--exact E.json]
+                                        [--output docs/efficiency.md]
 
 Any results file may be missing (its sections are left out). Hand-written findings (profiles of
 missed targets) in the notes file are included at the end, so the page stays generated.
@@ -510,30 +511,54 @@ def train_section(results, output_dir, runs_dir):
 # -- the page -----------------------------------------------------------------------------------
 
 
-def mixer_section(runs, output_dir):
-    """The state-space mixers, each results file a run of its own (the first beside `full` over
-    the usual lengths, with plots; later ones at other shapes, such as 131,072 tokens)."""
-    parts = ["## State-space mixers, one layer",
-             "`s4d`, `s5` and `mega` (parameters of `configs/models/`), measured by "
-             "`python -m arena_tf.benchmark layers --mechanisms ... --peers --output "
-             "docs/efficiency/mixers*.json` under the rules of the section above. Their FFTs and "
-             "scans are element-wise work, not in the matmul FLOPs, so no rate is given."]
+def runs_section(heading, intro, runs, output_dir=None, plot_stem=None):
+    """A section of `layers` results files, each a run of its own (its shape as a subheading);
+    the first one's plots when `plot_stem` names them."""
+    parts = [heading, intro]
     for number, results in enumerate(runs):
         rows, shape = results["rows"], results["rows"][0]["shape"] if results["rows"] else {}
         parts += [f"### Batch {shape.get('batch')}, {shape.get('heads')} heads of "
                   f"{shape.get('head_dim')}{backend_label(results)}", conditions(results),
                   *time_and_memory_tables(rows)]
-        if number == 0:
-            time_png = plots.time_plot(rows, output_dir / "efficiency_mixers_time.png")
-            memory_png = plots.memory_plot(rows, output_dir / "efficiency_mixers_memory.png")
+        if number == 0 and plot_stem:
+            time_png = plots.time_plot(rows, output_dir / f"{plot_stem}_time.png")
+            memory_png = plots.memory_plot(rows, output_dir / f"{plot_stem}_memory.png")
             parts += [f"![time vs length]({time_png.name})",
                       f"![memory vs length]({memory_png.name})"]
     return "\n\n".join(parts)
 
 
-def targets_section(layer_results, train_results, mixer_results=None, pair_results=None):
+def mixer_section(runs, output_dir):
+    """The state-space mixers (the first run beside `full` over the usual lengths, with plots;
+    later ones at other shapes, such as 131,072 tokens)."""
+    return runs_section(
+        "## State-space mixers, one layer",
+        "`s4d`, `s5` and `mega` (parameters of `configs/models/`), measured by "
+        "`python -m arena_tf.benchmark layers --mechanisms ... --peers --output "
+        "docs/efficiency/mixers*.json` under the rules of the section above. Their FFTs and "
+        "scans are element-wise work, not in the matmul FLOPs, so no rate is given.",
+        runs, output_dir, "efficiency_mixers")
+
+
+def exact_section(results):
+    """`full` across its switch to the memory-efficient form (one run of `layers`)."""
+    return runs_section(
+        "## Exact attention without the L x L matrix",
+        "`full` computes its scores densely below `blockwise_from` keys (8,192 by default) and "
+        "from there in blocks of `block_size` keys (512) with an online softmax and a backward "
+        "pass that recomputes each block (`arena_tf/layers/blockwise.py`; equal to dense "
+        "attention with its gradients in tests/layers/test_blockwise.py); with attention dropout "
+        "in training it stays dense. Measured by `python -m arena_tf.benchmark layers "
+        "--mechanisms full --lengths 4096 8192 16384 --peers --memory-cap-gb 20 --output "
+        "docs/efficiency/exact.json`; the layer tables above may predate the switch (see their "
+        "run dates).", [results])
+
+
+def targets_section(layer_results, train_results, mixer_results=None, pair_results=None,
+                    exact_results=None):
     """The targets' verdicts; the mixers' growth is judged on their first results file."""
-    judged = targets.evaluate(layer_results, train_results, mixer_results, pair_results)
+    judged = targets.evaluate(layer_results, train_results, mixer_results, pair_results,
+                              exact_results)
     body = [[t["target"], fmt(t["value"], ".3g"), fmt(t["threshold"], ".3g"),
              {True: "met", False: "**missed**", None: "not measured"}[t["met"]], t["detail"]]
             for t in judged]
@@ -547,18 +572,21 @@ def targets_section(layer_results, train_results, mixer_results=None, pair_resul
 
 
 def render(layer_results, train_results, output_dir, runs_dir, notes, mixer_results=None,
-           pair_results=None):
+           pair_results=None, exact_results=None):
     parts = ["# Efficiency of the attention mechanisms",
              "Generated by `python -m arena_tf.benchmark report` from the results of "
              "`python -m arena_tf.benchmark layers`, `... pairs` and `... train` (in "
              "`docs/efficiency/`); do not edit by hand: findings go in "
              "`docs/efficiency/notes.md`, included at the end.",
              targets_section(layer_results, train_results,
-                             mixer_results[0] if mixer_results else None, pair_results)]
+                             mixer_results[0] if mixer_results else None, pair_results,
+                             exact_results)]
     if layer_results:
         parts.append(layer_section(layer_results, output_dir))
     if pair_results:
         parts.append(pairs_section(pair_results))
+    if exact_results:
+        parts.append(exact_section(exact_results))
     if mixer_results:
         parts.append(mixer_section(mixer_results, output_dir))
     if train_results:
@@ -579,7 +607,7 @@ def run(options, say=print):
     output = pathlib.Path(options.output)
     mixers = [found for found in map(load, options.mixers) if found]
     text = render(layer_results, train_results, output.parent, options.runs, notes, mixers,
-                  load(options.pairs))
+                  load(options.pairs), load(options.exact))
     files.write_text(output, text)
     say(f"wrote {output}")
     return output

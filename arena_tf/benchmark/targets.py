@@ -35,6 +35,9 @@ MIXERS = ("s4d", "s5", "mega")
 GROWTH_LIMIT = 4.5
 MATMUL_FRACTION = 0.7  # issue 20 (issue 8 asked for 0.5)
 MEMORY_SHARE = 1 / 8
+# Issue 20: exact attention (`full`, blockwise from 8,192 keys) trains one layer at 16K in 4 GB.
+EXACT_LENGTH = 16384
+EXACT_MEMORY_MB = 4096
 LOW_MEMORY = ("linear", "performer", "linformer", "local")
 
 
@@ -142,6 +145,19 @@ def growth_targets(rows, names=LINEAR_IN_LENGTH, long=16384):
     return judged
 
 
+def exact_memory_target(rows):
+    """Peak memory of full's forward + backward at EXACT_LENGTH (one layer), judged on the
+    results of its own `layers` run (docs/efficiency/exact.json)."""
+    target = (f"full (exact, blockwise) forward + backward at {EXACT_LENGTH} within "
+              f"{EXACT_MEMORY_MB} MB (one layer)")
+    row = measured(rows, "full", EXACT_LENGTH)
+    if not row:
+        return missing(target, EXACT_MEMORY_MB, f"full at {EXACT_LENGTH}")
+    value = row["train"]["peak_mb"]
+    detail = f"{value:.0f} MB above the baseline, {row['train']['median_ms'] / 1e3:.1f} s per call"
+    return record(target, value, EXACT_MEMORY_MB, value <= EXACT_MEMORY_MB, detail)
+
+
 def per_example_memory(row):
     return row["peak_mb"] / row["batch"]
 
@@ -208,7 +224,8 @@ def speed_comparison(train_rows, jit=False):
     return table
 
 
-def evaluate(layer_results=None, train_results=None, mixer_results=None, pair_results=None):
+def evaluate(layer_results=None, train_results=None, mixer_results=None, pair_results=None,
+             exact_results=None):
     """Every target's record, from whichever results exist."""
     judged = []
     if layer_results:
@@ -218,6 +235,8 @@ def evaluate(layer_results=None, train_results=None, mixer_results=None, pair_re
         judged += pair_targets(pair_results)
     if mixer_results:
         judged += growth_targets(mixer_results["rows"], MIXERS)
+    if exact_results:
+        judged.append(exact_memory_target(exact_results["rows"]))
     if train_results:
         judged += memory_targets(train_results["rows"])
     return judged

@@ -19,11 +19,13 @@ from arena_tf import files
 from arena_tf.benchmark import costs, isolated, machine, memory, timing
 from arena_tf.benchmark.layers import lra_params
 from arena_tf.cli import UsageError
+from arena_tf.config import ModelConfig
 
 DEFAULT_LENGTHS = (1024, 2048, 3072, 4096)
 # The byte-level text classifier of LRA Table 2.
 MODEL = dict(num_layers=4, num_heads=4, emb_dim=256, qkv_dim=256, mlp_dim=1024, vocab_size=257,
              num_classes=2)
+ATTENTION_DROPOUT = ModelConfig.attention_dropout
 
 
 def measure(spec):
@@ -82,8 +84,9 @@ def fitting_batch(name, params, batch, length, cap_gb):
     the recomputed block's attention at its peak is more than the estimate of one layer."""
     while True:
         shape = encoder_shape(batch, length)
-        estimate = memory.estimated_gb(costs.attention_cost(name, shape, params), shape,
-                                       layers=MODEL["num_layers"])
+        # The model trains with attention dropout, under which `full` stays dense.
+        cost = costs.attention_cost(name, shape, {**params, "attention_dropout": ATTENTION_DROPOUT})
+        estimate = memory.estimated_gb(cost, shape, layers=MODEL["num_layers"])
         if estimate <= cap_gb or batch == 1:
             return batch, estimate
         batch //= 2

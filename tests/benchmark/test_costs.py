@@ -53,11 +53,11 @@ def test_formula_follows_parameters():
 def test_length_over_the_memory_cap_is_skipped_and_said_so():
     long = costs.Shape(batch=1, length=16384, heads=4, head_dim=64)
     short = costs.Shape(batch=1, length=4096, heads=4, head_dim=64)
-    full, linear = layers.ours("full"), layers.ours("linear")
-    skipped = layers.planned_row(full, long, cap_gb=16)
+    dense, linear = layers.ours("full", {"blockwise_from": None}), layers.ours("linear")
+    skipped = layers.planned_row(dense, long, cap_gb=16)
     assert skipped["estimated_gb"] > 16
     assert "exceeds the 16 GB memory cap" in skipped["skipped"]
-    assert layers.planned_row(full, short, cap_gb=16)["skipped"] is None
+    assert layers.planned_row(dense, short, cap_gb=16)["skipped"] is None
     assert layers.planned_row(linear, long, cap_gb=16)["skipped"] is None
     assert memory.over_cap(2.0, cap_gb=2.0) is None
 
@@ -72,3 +72,19 @@ def test_state_space_formulas_equal_profiler_count(name, params):
     cost = costs.attention_cost(name, SHAPE, params)
     assert forward == cost.flops
     assert train == cost.train_flops
+
+
+def test_memory_estimate_follows_full_to_its_blockwise_form():
+    """From `blockwise_from` keys full holds [L, block_size] scores, not [L, L]; a dense peer of
+    full (keras_mha) and full under attention dropout (training) keep the dense estimate."""
+    long = costs.Shape(batch=1, length=16384, heads=4, head_dim=64)
+    by_label = {entry.label: layers.planned_row(entry, long, cap_gb=16)
+                for entry in layers.entries(["full"], ["keras_mha"])}
+    assert by_label["full"]["skipped"] is None
+    assert by_label["keras_mha"]["skipped"] is not None
+    dense = costs.attention_cost("full", long, {"blockwise_from": None}).attention_elements
+    blocks = costs.attention_cost("full", long).attention_elements
+    assert blocks * 16384 // 512 == dense
+    assert costs.attention_cost("full", long, {"attention_dropout": 0.1}).attention_elements == dense
+    assert costs.attention_cost("full", long).flops == costs.attention_cost(
+        "full", long, {"blockwise_from": None}).flops

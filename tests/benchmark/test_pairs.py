@@ -166,8 +166,9 @@ def test_report_renders_the_pairs_section(tmp_path):
         "layers", [layer_row("full", "layer", 4096, 120, 3000)], agreement=[],
         matmul=[{"gflops": 100.0, "size": 2048}])))
     output = tmp_path / "efficiency.md"
-    cli.main(["report", "--layers", str(tmp_path / "layers.json"), "--train",
-              str(tmp_path / "none.json"), "--mixers", "--pairs", str(tmp_path / "pairs.json"),
+    cli.main(["report", "--exact", "none.json", "--layers", str(tmp_path / "layers.json"),
+              "--train", str(tmp_path / "none.json"), "--mixers",
+              "--pairs", str(tmp_path / "pairs.json"),
               "--notes", str(tmp_path / "none.md"), "--output", str(output)])
     text = output.read_text()
     assert "## Pairs side by side" in text and "### performer vs kernel_exp (4096 tokens)" in text

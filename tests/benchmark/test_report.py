@@ -12,6 +12,8 @@ from tests.one_line import assert_one_error_line
 MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gb": 8.0, "platform": "Linux",
            "versions": {"tensorflow": "2.20.0"}}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# The optional results files a test does not give, so the repo's own are not read.
+NO_EXTRAS = ["--pairs", "no-pairs.json", "--exact", "no-exact.json"]
 
 
 def stats(ms, peak_mb, fraction=None):
@@ -77,7 +79,7 @@ def result_files(tmp_path):
 
 def test_report_writes_markdown_with_verdicts_and_pngs(result_files):
     output = result_files / "docs" / "efficiency.md"
-    cli.main(["report", "--pairs", "no-pairs.json", "--layers", str(result_files / "layers.json"),
+    cli.main(["report", *NO_EXTRAS, "--layers", str(result_files / "layers.json"),
               "--train", str(result_files / "train.json"), "--runs", str(result_files / "runs"),
               "--mixers", str(result_files / "no-mixers.json"),
               "--notes", str(result_files / "no-notes.md"), "--output", str(output)])
@@ -96,6 +98,7 @@ def test_report_writes_markdown_with_verdicts_and_pngs(result_files):
                             if line.startswith("| performer with train.remat: training memory"))
     assert "not measured" in performer_memory
     assert "skipped (26 GB est.)" in text
+    assert "full (exact, blockwise)" not in text  # no exact results: no such target
     assert "Test CPU, 2 cores" in text and "### The paper's Table 2" in text
     for name in ("efficiency_time.png", "efficiency_memory.png", "efficiency_lra_figure3.png"):
         assert (output.parent / name).read_bytes().startswith(PNG_MAGIC)
@@ -114,7 +117,7 @@ def test_figure3_uses_our_accuracy_where_a_run_exists(result_files):
 
 
 def test_report_without_results_says_what_to_run(tmp_path, capsys):
-    assert cli.main(["report", "--pairs", "no-pairs.json", "--layers", str(tmp_path / "a.json"), "--train",
+    assert cli.main(["report", *NO_EXTRAS, "--layers", str(tmp_path / "a.json"), "--train",
                      str(tmp_path / "b.json"), "--output", str(tmp_path / "out.md")]) == 2
     assert_one_error_line(capsys.readouterr().err, "run `python -m arena_tf.benchmark layers`")
     assert not (tmp_path / "out.md").exists()
@@ -139,7 +142,7 @@ def test_mixers_get_their_section_and_the_growth_target(result_files):
         layer_row("mega", "layer", 16384, train_ms=300, peak_mb=400),  # x6: missed
     ], matmul=[{"gflops": 100.0, "size": 2048}])))
     output = result_files / "efficiency.md"
-    cli.main(["report", "--pairs", "no-pairs.json", "--layers", str(result_files / "none.json"),
+    cli.main(["report", *NO_EXTRAS, "--layers", str(result_files / "none.json"),
               "--train", str(result_files / "train.json"), "--mixers", str(mixers),
               str(result_files / "absent.json"),
               "--runs", str(result_files / "runs"), "--output", str(output)])
@@ -150,6 +153,24 @@ def test_mixers_get_their_section_and_the_growth_target(result_files):
     s5 = next(line for line in lines if line.startswith("| s5: time and memory at 16384"))
     assert "| met |" in s4d and "**missed**" in mega and "not measured" in s5
     assert (result_files / "efficiency_mixers_time.png").read_bytes().startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize("peak_mb, verdict", [(3200, "| met |"), (5000, "**missed**")])
+def test_exact_attention_gets_its_section_and_the_4_gb_target(result_files, peak_mb, verdict):
+    exact = result_files / "exact.json"
+    exact.write_text(json.dumps(results("layers", [
+        layer_row("full", "layer", 4096, train_ms=200, peak_mb=1100),
+        layer_row("full", "layer", 16384, train_ms=9000, peak_mb=peak_mb),
+    ], matmul=[{"gflops": 100.0, "size": 2048}])))
+    output = result_files / "efficiency.md"
+    cli.main(["report", "--pairs", "no-pairs.json", "--exact", str(exact),
+              "--layers", str(result_files / "none.json"),
+              "--train", str(result_files / "train.json"), "--mixers",
+              "--runs", str(result_files / "runs"), "--output", str(output)])
+    lines = output.read_text().splitlines()
+    assert "## Exact attention without the L x L matrix" in lines
+    target = next(line for line in lines if line.startswith("| full (exact, blockwise)"))
+    assert verdict in target and f"{peak_mb} MB above the baseline, 9.0 s per call" in target
 
 
 def test_jax_layer_results_are_labelled_as_jax(tmp_path):
@@ -170,7 +191,8 @@ def test_jax_layer_results_are_labelled_as_jax(tmp_path):
         backend={"name": "jax", **device}, matmul=[{"gflops": 100.0, "size": 2048}],
         agreement=[])))
     output = tmp_path / "efficiency.md"
-    cli.main(["report", "--pairs", "no-pairs.json", "--layers", str(layers_json), "--train", str(tmp_path / "none.json"),
+    cli.main(["report", *NO_EXTRAS, "--layers", str(layers_json),
+              "--train", str(tmp_path / "none.json"),
               "--mixers", "--notes", str(tmp_path / "none.md"), "--output", str(output)])
     text = output.read_text()
     assert "## One attention layer (JAX on cpu)" in text
@@ -182,7 +204,7 @@ def test_jax_layer_results_are_labelled_as_jax(tmp_path):
 
 def test_tensorflow_results_keep_their_headings(result_files):
     output = result_files / "efficiency.md"
-    cli.main(["report", "--pairs", "no-pairs.json", "--layers", str(result_files / "layers.json"),
+    cli.main(["report", *NO_EXTRAS, "--layers", str(result_files / "layers.json"),
               "--train", str(result_files / "none.json"), "--mixers",
               "--notes", str(result_files / "none.md"), "--output", str(output)])
     text = output.read_text()

@@ -169,6 +169,9 @@ class TrainConfig:
     log_every: int = 50
     precision: str = "float32"
     remat: bool = False  # recompute each encoder block in the backward pass (arena_tf/remat.py)
+    # Step-size factors by weight name, e.g. {log_a_real: 0.1, a_imag: 0.1}: S4's state matrix
+    # at a tenth of the network's rate (arena_tf/schedules.py: ScaledAdamW).
+    learning_rate_scales: dict = dataclasses.field(default_factory=dict)
     seed: int = 0
 
     def __post_init__(self):
@@ -190,6 +193,11 @@ class TrainConfig:
                 raise ConfigError(f"train.{name}={getattr(self, name)!r} is invalid",
                                   f"one of {', '.join(choices)}",
                                   f"set train.{name} to one of them")
+        for name, scale in self.learning_rate_scales.items():
+            if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale <= 0:
+                raise ConfigError(f"train.learning_rate_scales.{name}={scale!r} is invalid",
+                                  "a positive number (a factor of the learning rate)",
+                                  f"set train.learning_rate_scales.{name} to e.g. 0.1")
 
 
 @dataclasses.dataclass(frozen=True)

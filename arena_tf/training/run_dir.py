@@ -14,7 +14,7 @@ import fcntl
 import os
 import pathlib
 
-from arena_tf.config import read_yaml
+from arena_tf.config import read_run_config
 from arena_tf.training.errors import RunDirError
 
 # Settings a resumed run may change: they steer the loop, not what the model and data are.
@@ -64,7 +64,8 @@ def check_same_experiment(run_dir, config):
     saved_path = run_dir / "config.yaml"
     if not checkpoint_steps(run_dir / "checkpoints") or not saved_path.is_file():
         return {}
-    changed = differences(read_yaml(saved_path), config.to_dict())
+    # Read through the config classes: a setting added since the file was saved is at its default.
+    changed = differences(read_run_config(run_dir).to_dict(), config.to_dict())
     refused = {key: text for key, text in changed.items() if key not in ADJUSTABLE}
     if refused:
         listed = " and ".join(f"{key}: {text}" for key, text in refused.items())

@@ -6,6 +6,7 @@ import re
 
 import pytest
 import tensorflow as tf
+import yaml
 
 from arena_tf import train
 from arena_tf.tasks.listops import ListOps
@@ -90,6 +91,21 @@ def test_run_directory_of_another_configuration_says_what_differs(capsys, listop
         *TINY, *loop(1), "model.num_layers=2", "train.batch_size=16"]))
     assert "belongs to another configuration" in line
     assert "model.num_layers: saved 1, now 2" in line and "train.batch_size: saved 32, now 16" in line
+
+
+def test_a_run_saved_before_a_setting_existed_resumes_at_its_default(capsys, listops_dir,
+                                                                      tmp_path):
+    """A config.yaml without a newer setting (here train.learning_rate_scales) is read with the
+    setting at its default: the same command resumes it, and setting it is a change refused."""
+    assert train.main(cli_args(listops_dir, tmp_path, [*TINY, *loop(1)])) == 0
+    saved = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    del saved["train"]["learning_rate_scales"]
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
+    assert train.main(cli_args(listops_dir, tmp_path, [*TINY, *loop(2)])) == 0
+    capsys.readouterr()
+    line = fails_in_style(capsys, cli_args(listops_dir, tmp_path, [
+        *TINY, *loop(3), "train.learning_rate_scales.kernel=0.5"]))
+    assert "train.learning_rate_scales.kernel: saved None, now 0.5" in line
 
 
 def test_a_set_max_len_that_disagrees_with_the_data_names_both(capsys, listops_dir, tmp_path):

@@ -17,7 +17,7 @@ import json
 import pathlib
 
 from arena_tf import files
-from arena_tf.benchmark import memory, paper, plots, targets, timing
+from arena_tf.benchmark import costs, memory, paper, plots, targets, timing
 from arena_tf.cli import UsageError
 from arena_tf.markdown import table
 
@@ -542,10 +542,12 @@ def mixer_section(runs, output_dir):
 
 def exact_section(results):
     """`full` across its switch to the memory-efficient form (one run of `layers`)."""
+    defaults = costs.mechanism_params("full")
     return runs_section(
         "## Exact attention without the L x L matrix",
-        "`full` computes its scores densely below `blockwise_from` keys (8,192 by default) and "
-        "from there in blocks of `block_size` keys (512) with an online softmax and a backward "
+        f"`full` computes its scores densely below `blockwise_from` keys "
+        f"({defaults['blockwise_from']:,} by default) and from there in blocks of `block_size` "
+        f"keys ({defaults['block_size']}) with an online softmax and a backward "
         "pass that recomputes each block (`arena_tf/layers/blockwise.py`; equal to dense "
         "attention with its gradients in tests/layers/test_blockwise.py); with attention dropout "
         "in training it stays dense. Measured by `python -m arena_tf.benchmark layers "

@@ -3,6 +3,7 @@
     python -m arena_tf.reproduce cpu-listops [--mechanisms full,linear] [--seeds 0,1,2] [--resume]
     python -m arena_tf.reproduce cpu-listops --list      # what is done, interrupted, to run
     python -m arena_tf.reproduce report                  # docs/reproduction.md from results.json
+    python -m arena_tf.reproduce merge FILE [FILE ...]   # add the rows another machine recorded
 
 A suite is a small YAML file in configs/suites/ (task, preset, mechanisms, seeds, the paper's
 numbers), not code. Each run is one `python -m arena_tf.train` command with its own run directory
@@ -220,6 +221,34 @@ def record(row, path=RESULTS):
     pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
     files.write_json(path, rows)
     return rows
+
+
+def merge(paths, results=RESULTS):
+    """Record the rows of other results.json files (a lent machine's copies) that ours lacks; the
+    number added. A row that differs from ours under the same suite, task, mechanism and seed is
+    refused in one line, never overwritten."""
+    key = lambda r: (r["suite"], r["task"], r["mechanism"], r["seed"])  # noqa: E731
+    ours = {key(r): r for r in read_results(results)}
+    added = 0
+    for path in paths:
+        try:
+            rows = json.loads(pathlib.Path(path).read_text())
+            keys = [key(r) for r in rows]
+        except (OSError, ValueError, TypeError, KeyError) as error:
+            raise cli.UsageError(f"{path} is not a results.json ({error})",
+                                 "a JSON list of rows that `reproduce SUITE` wrote",
+                                 "name the results-N.json files a lent machine brought back") \
+                from None
+        for name, row in zip(keys, rows):
+            if name in ours and ours[name] != row:
+                raise cli.UsageError(f"{path} has another result for {'/'.join(map(str, name))}",
+                                     "rows that results.json lacks or holds unchanged",
+                                     "remove the older row from one of the files, then merge")
+            if name not in ours:
+                ours[name] = row
+                record(row, results)
+                added += 1
+    return added
 
 
 # -- the report ---------------------------------------------------------------------------------
@@ -447,7 +476,8 @@ def numbers(text, what):
 
 def parse_args(argv):
     parser = cli.ArgumentParser(prog="python -m arena_tf.reproduce", description=__doc__.splitlines()[0])
-    parser.add_argument("suite", help="a suite of configs/suites/, or 'report'")
+    parser.add_argument("suite", help="a suite of configs/suites/, 'report' or 'merge'")
+    parser.add_argument("files", nargs="*", help="with merge: results.json files to add rows from")
     parser.add_argument("--mechanisms", help="comma-separated subset of the suite's mechanisms")
     parser.add_argument("--seeds", help="comma-separated seeds (default: the suite's)")
     parser.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
@@ -465,6 +495,14 @@ def main(argv=None):
     def body():
         if args.suite == "report":
             print(f"reproduce: wrote {report()}")
+            return 0
+        if args.suite == "merge" or args.files:
+            if args.suite != "merge" or not args.files:
+                raise cli.UsageError("results files are read by `merge` alone",
+                                     "python -m arena_tf.reproduce merge FILE [FILE ...]",
+                                     "name the files after merge, or drop them")
+            added = merge(args.files)
+            print(f"reproduce: added {added} row(s) to {RESULTS}; wrote {report()}")
             return 0
         suite = load_suite(args.suite)
         runs = plan(suite, args.mechanisms and args.mechanisms.split(","),

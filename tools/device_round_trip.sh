@@ -1,40 +1,81 @@
 #!/usr/bin/env bash
-# There, on a lent GPU machine, from the repository root: one chunk of the `lra` reproduction suite
-# under JAX, then the layer benchmark under JAX; what it produced is copied to $OUT.
+# There, on a lent GPU machine, from the repository root: reproduction runs under JAX, several jobs
+# side by side on the one GPU, then (if time is left) the layer benchmark under JAX; what they
+# produced is copied to $OUT.
 #
 #   here:  tools/device_wheels.sh                                  (once: .whl/, about 10 MiB)
 #   device run, carry [".whl"], timeout_s 600:
-#          ARENA_TF_COMMIT=<git rev-parse --short=12 HEAD here> tools/device_round_trip.sh
-#   here:  cp <files_at>/results.json docs/reproduction/results.json
-#          python -m arena_tf.reproduce report && git add docs/reproduction* && git commit
+#          ARENA_TF_COMMIT=<git rev-parse --short=12 HEAD here> tools/device_round_trip.sh \
+#              lra:listops:linformer,linear cpu-pathfinder::full,linformer,s4d
+#   here:  python -m arena_tf.reproduce merge <files_at>/results-*.json
+#          git add docs/reproduction* && git commit
 #
-# The run directories stay on the machine while it is warm (runs/ is ignored, so a later call keeps
-# them): the next call goes on with --resume where this one paused. A cold machine starts the
-# interrupted run again from step 0 (its checkpoints are too large to carry). Settings, through the
-# environment: LRA_TASKS (default listops; the generated tasks listops, pathfinder and pathx work
-# without TensorFlow, the TFDS ones do not), LRA_MECHANISMS (default all), TRAIN_SECONDS (default
-# 420, the training chunk), BENCHMARK (default 1: also the layer benchmark under JAX).
+# A job is SUITE:TASKS:MECHANISMS (TASKS empty: the suite's own); its mechanisms run one after the
+# other in the order given, so the cheap ones land first in a short lease. Each job works in its own
+# copy of the tree (its own results.json, its own run directories; data/ is shared, the ListOps set
+# generated once before the jobs start) and brings back results-<job number>.json. Every run pauses
+# at a checkpoint when TRAIN_SECONDS (default 420) have gone by since the jobs started; the run
+# directories stay on the machine while it is warm, so the next call with the same jobs goes on
+# where this one paused. A cold machine starts an interrupted run again from step 0 (its
+# checkpoints are too large to carry). Generated tasks (listops, pathfinder, pathx) work without
+# TensorFlow, the TFDS ones do not. BENCHMARK_SECONDS (default 0: none) bounds a layer benchmark
+# under JAX (BENCHMARK_ARGS, default the jax_dpa peer beside full and linformer) after the jobs.
 set -uo pipefail
 OUT=${OUT:-/tmp/arena_tf_out}
-mkdir -p "$OUT"
+ROOT=$PWD
+mkdir -p "$OUT" /tmp/arena_tf_jobs data
+# Several processes share the GPU: each takes memory as it needs it, not 75% up front.
+export KERAS_BACKEND=jax PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 if ! python3 -c "import keras, grain" 2>/dev/null; then  # the lent machine's image lacks them
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl || exit 1
     export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 fi
-export PYTHONPATH=$PWD:${PYTHONPATH:-} KERAS_BACKEND=jax PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/device.txt"
-python3 - <<'PY' | tee -a "$OUT/device.txt"
+PYTHONPATH=$ROOT:${PYTHONPATH:-} python3 - <<'PY' | tee -a "$OUT/device.txt"
 import jax, keras
 print("jax", jax.__version__, jax.devices(), "keras", keras.__version__, keras.backend.backend())
 PY
-args=(lra --tasks "${LRA_TASKS:-listops}" --resume --time_limit "${TRAIN_SECONDS:-420}")
-[ -n "${LRA_MECHANISMS:-}" ] && args+=(--mechanisms "$LRA_MECHANISMS")
-python3 -m arena_tf.reproduce "${args[@]}" 2>&1 | tee "$OUT/reproduce.log" | grep -v "steps/s, ETA"
-python3 -m arena_tf.reproduce lra --list --tasks "${LRA_TASKS:-listops}" > "$OUT/state.txt"
-cp docs/reproduction/results.json "$OUT/results.json"
-if [ "${BENCHMARK:-1}" = 1 ]; then
-    python3 -m arena_tf.benchmark layers --backend jax --peers \
-        --output "$OUT/efficiency-jax.json" 2>&1 | tail -40 > "$OUT/benchmark.log"
+if [ ! -f data/listops/generator.json ]; then  # once, on every core, before jobs that read it
+    PYTHONPATH=$ROOT:${PYTHONPATH:-} python3 -m arena_tf.generators.listops --out_dir=data/listops \
+        2>&1 | tail -1
+fi
+
+deadline=$(( $(date +%s) + ${TRAIN_SECONDS:-420} ))
+
+run_job() {  # number, SUITE:TASKS:MECHANISMS; runs in its own copy of the tree
+    local number=$1 suite tasks mechanisms copy=/tmp/arena_tf_jobs/$1
+    IFS=: read -r suite tasks mechanisms <<<"$2"
+    [ -d "$copy" ] || { mkdir -p "$copy" && cp -a arena_tf configs docs setup.py "$copy"/ \
+        && ln -s "$ROOT/data" "$copy/data"; }
+    cd "$copy" || return 1
+    export PYTHONPATH=$copy:${PYTHONPATH:-}
+    local mechanism left
+    for mechanism in ${mechanisms//,/ }; do
+        left=$(( deadline - $(date +%s) ))
+        [ "$left" -gt 30 ] || break
+        python3 -m arena_tf.reproduce "$suite" ${tasks:+--tasks "$tasks"} \
+            --mechanisms "$mechanism" --resume --time_limit "$left" 2>&1
+    done
+    python3 -m arena_tf.reproduce "$suite" ${tasks:+--tasks "$tasks"} --list
+    cp docs/reproduction/results.json "$OUT/results-$number.json"
+}
+
+number=0
+for job in "$@"; do
+    number=$((number + 1))
+    run_job "$number" "$job" > "/tmp/arena_tf_jobs/job-$number.log" 2>&1 &
+done
+wait
+for log in /tmp/arena_tf_jobs/job-*.log; do
+    echo "== $log"; grep -v "steps/s, ETA" "$log" | tail -n 20; grep "steps/s, ETA" "$log" | tail -n 1
+done
+(cd /tmp/arena_tf_jobs && tar -czf "$OUT/logs.tar.gz" job-*.log)
+
+if [ "${BENCHMARK_SECONDS:-0}" -gt 0 ]; then
+    # shellcheck disable=SC2086
+    PYTHONPATH=$ROOT:${PYTHONPATH:-} timeout "$BENCHMARK_SECONDS" python3 -m arena_tf.benchmark \
+        layers --backend jax ${BENCHMARK_ARGS:---mechanisms full linformer --peers jax_dpa} \
+        --output "$OUT/efficiency-jax.json" 2>&1 | tail -40
 fi
 ls -l "$OUT"

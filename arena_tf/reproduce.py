@@ -226,29 +226,31 @@ def record(row, path=RESULTS):
 def merge(paths, results=RESULTS):
     """Record the rows of other results.json files (a lent machine's copies) that ours lacks; the
     number added. A row that differs from ours under the same suite, task, mechanism and seed is
-    refused in one line, never overwritten."""
+    refused in one line before anything is written, never overwritten."""
     key = lambda r: (r["suite"], r["task"], r["mechanism"], r["seed"])  # noqa: E731
     ours = {key(r): r for r in read_results(results)}
-    added = 0
+    new = {}
     for path in paths:
         try:
-            rows = json.loads(pathlib.Path(path).read_text())
-            keys = [key(r) for r in rows]
+            listed = json.loads(pathlib.Path(path).read_text())
+            if not isinstance(listed, list):
+                raise TypeError(f"a {type(listed).__name__}, not a list")
+            rows = {key(r): r for r in listed}
         except (OSError, ValueError, TypeError, KeyError) as error:
             raise cli.UsageError(f"{path} is not a results.json ({error})",
                                  "a JSON list of rows that `reproduce SUITE` wrote",
                                  "name the results-N.json files a lent machine brought back") \
                 from None
-        for name, row in zip(keys, rows):
-            if name in ours and ours[name] != row:
+        for name, row in rows.items():
+            if ours.get(name, new.get(name, row)) != row:
                 raise cli.UsageError(f"{path} has another result for {'/'.join(map(str, name))}",
                                      "rows that results.json lacks or holds unchanged",
                                      "remove the older row from one of the files, then merge")
             if name not in ours:
-                ours[name] = row
-                record(row, results)
-                added += 1
-    return added
+                new[name] = row
+    for row in new.values():
+        record(row, results)
+    return len(new)
 
 
 # -- the report ---------------------------------------------------------------------------------
@@ -402,10 +404,11 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
             image.parent.mkdir(parents=True, exist_ok=True)
             plot_curves(name, mine, image)
             parts.append(f"![{name} learning curves](reproduction/{image.name})\n")
-            parts.append(table(["mechanism", "seed", "test %", "steps", "train time", "device",
-                                "commit", "command"],
+            parts.append(table(["mechanism", "seed", "test %", "steps", "train time",
+                                "device, backend", "commit", "command"],
                                [[r["mechanism"], r["seed"], f"{100 * r['test_accuracy']:.2f}",
-                                 r["steps"], f"{r['train_seconds'] / 60:.0f} min", r["device"],
+                                 r["steps"], f"{r['train_seconds'] / 60:.0f} min",
+                                 ", ".join(filter(None, (r["device"], r.get("backend")))),
                                  r["git_commit"], f"`{r['command']}`"] for r in mine]) + "\n")
     parts.extend(attempts_section(rows))
     files.write_text(doc, "\n".join(parts))

@@ -12,8 +12,9 @@
 #
 # A job is SUITE:TASKS:MECHANISMS (TASKS empty: the suite's own); its mechanisms run one after the
 # other in the order given, so the cheap ones land first in a short lease. Each job works in its own
-# copy of the tree (its own results.json, its own run directories; data/ is shared, the ListOps set
-# generated once before the jobs start) and brings back results-<job number>.json. Every run pauses
+# copy of the tree, one per suite (its own results.json and run directories; data/ is shared, the
+# ListOps set generated once before the jobs start), and brings back results-<job number>.json.
+# Give each suite to one job only. Every run pauses
 # at a checkpoint when TRAIN_SECONDS (default 420) have gone by since the jobs started; the run
 # directories stay on the machine while it is warm, so the next call with the same jobs goes on
 # where this one paused. A cold machine starts an interrupted run again from step 0 (its
@@ -43,9 +44,10 @@ fi
 
 deadline=$(( $(date +%s) + ${TRAIN_SECONDS:-420} ))
 
-run_job() {  # number, SUITE:TASKS:MECHANISMS; runs in its own copy of the tree
-    local number=$1 suite tasks mechanisms copy=/tmp/arena_tf_jobs/$1
+run_job() {  # number, SUITE:TASKS:MECHANISMS; runs in its suite's own copy of the tree
+    local number=$1 suite tasks mechanisms copy
     IFS=: read -r suite tasks mechanisms <<<"$2"
+    copy=/tmp/arena_tf_jobs/$suite  # the same suite in a later call finds its run directories
     [ -d "$copy" ] || { mkdir -p "$copy" && cp -a arena_tf configs docs setup.py "$copy"/ \
         && ln -s "$ROOT/data" "$copy/data"; }
     cd "$copy" || return 1

@@ -183,3 +183,32 @@ def test_the_report_sets_each_mechanisms_attempts_side_by_side_with_what_differs
     first = "| a | 0 | data_dir=unset model.pooling=unset train.learning_rate=0.0001 | 17.9 |"
     second = "| b | 0 | data_dir=short model.pooling=cls train.learning_rate=0.001 | 35.2 |"
     assert first in attempts and second in attempts
+
+
+def result(mechanism, accuracy, suite="tiny-listops"):
+    return {"suite": suite, "task": "listops", "mechanism": mechanism, "seed": 0,
+            "test_accuracy": accuracy}
+
+
+def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_path, capfd):
+    """A lent machine's copy of results.json holds our rows plus its new ones: merge adds the new
+    ones, skips the unchanged ones, and refuses a changed one (and a file that is not results) in
+    one line, leaving results.json as it was."""
+    ours, theirs = tmp_path / "results.json", tmp_path / "results-1.json"
+    ours.write_text(json.dumps([result("linear", 0.36)]))
+    theirs.write_text(json.dumps([result("linear", 0.36), result("local", 0.35)]))
+    assert reproduce.merge([theirs], ours) == 1
+    assert reproduce.merge([theirs], ours) == 0
+    assert [(r["mechanism"], r["test_accuracy"]) for r in json.loads(ours.read_text())] == [
+        ("linear", 0.36), ("local", 0.35)]
+    before = ours.read_text()
+    theirs.write_text(json.dumps([result("full", 0.3), result("linear", 0.2)]))
+    with pytest.raises(reproduce.cli.UsageError, match="another result for tiny-listops/listops/"
+                                                       "linear/0"):
+        reproduce.merge([theirs], ours)
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(reproduce.cli.UsageError, match="is not a results.json"):
+        reproduce.merge([tmp_path / "bad.json"], ours)
+    assert ours.read_text() == before
+    assert reproduce.main(["cpu-listops", str(theirs)]) == 2
+    assert_one_error_line(capfd.readouterr().err, "results files are read by `merge` alone")

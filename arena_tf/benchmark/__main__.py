@@ -138,6 +138,9 @@ def report_parser(commands):
                         help="`full` across its switch to blockwise attention, a run of `layers "
                              "--mechanisms full --lengths 4096 8192 16384 --peers ...` (skipped "
                              "when missing)")
+    parser.add_argument("--gpu", type=pathlib.Path, nargs="*", default=[RESULTS / "gpu-h200.json"],
+                        help="layer results measured under JAX on a lent GPU "
+                             "(tools/device_round_trip.sh; missing files are skipped)")
     parser.add_argument("--notes", type=pathlib.Path, default=RESULTS / "notes.md",
                         help="hand-written findings included in the report when present")
     parser.add_argument("--output", type=pathlib.Path, default=pathlib.Path("docs/efficiency.md"))

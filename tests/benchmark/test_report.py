@@ -13,7 +13,7 @@ MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gb": 8.0, "platform": "Linux",
            "versions": {"tensorflow": "2.20.0"}}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # The optional results files a test does not give, so the repo's own are not read.
-NO_EXTRAS = ["--pairs", "no-pairs.json", "--exact", "no-exact.json"]
+NO_EXTRAS = ["--pairs", "no-pairs.json", "--exact", "no-exact.json", "--gpu"]
 
 
 def stats(ms, peak_mb, fraction=None):
@@ -163,7 +163,7 @@ def test_exact_attention_gets_its_section_and_the_4_gb_target(result_files, peak
         layer_row("full", "layer", 16384, train_ms=9000, peak_mb=peak_mb),
     ], matmul=[{"gflops": 100.0, "size": 2048}])))
     output = result_files / "efficiency.md"
-    cli.main(["report", "--pairs", "no-pairs.json", "--exact", str(exact),
+    cli.main(["report", "--pairs", "no-pairs.json", "--exact", str(exact), "--gpu",
               "--layers", str(result_files / "none.json"),
               "--train", str(result_files / "train.json"), "--mixers",
               "--runs", str(result_files / "runs"), "--output", str(output)])
@@ -173,23 +173,28 @@ def test_exact_attention_gets_its_section_and_the_4_gb_target(result_files, peak
     assert verdict in target and f"{peak_mb} MB above the baseline, 9.0 s per call" in target
 
 
-def test_jax_layer_results_are_labelled_as_jax(tmp_path):
-    """A `layers --backend jax` file is never shown as TensorFlow numbers: its headings name the
-    backend and device, its text the calls and the memory figure it has."""
-    def jax_row(label, kind, length, train_ms, peak_mb):
-        row = layer_row(label, kind, length, train_ms, peak_mb)
+def jax_layer_file(path, platform, kind):
+    """A `layers --backend jax` results file of `full` and the jax_dpa peer on that device."""
+    def jax_row(label, row_kind, length, train_ms, peak_mb):
+        row = layer_row(label, row_kind, length, train_ms, peak_mb)
         for stage in ("forward", "train"):
             row[stage].update(peak_source="xla_memory_analysis", compile_s=0.5)
         return row
 
-    device = {"platform": "cpu", "kind": "cpu", "count": 1, "attention_implementation": "xla",
-              "attention_note": "XLA implementation: cuDNN attention needs a GPU, not cpu"}
-    layers_json = tmp_path / "layers-jax.json"
-    layers_json.write_text(json.dumps(results(
+    device = {"platform": platform, "kind": kind, "count": 1, "attention_implementation": "xla",
+              "attention_note": f"XLA implementation on {kind}"}
+    path.write_text(json.dumps(results(
         "layers", [jax_row("full", "layer", 4096, 120, 3000),
                    jax_row("jax_dpa[implementation=xla]", "peer", 4096, 100, 3000)],
         backend={"name": "jax", **device}, matmul=[{"gflops": 100.0, "size": 2048}],
         agreement=[])))
+    return path
+
+
+def test_jax_layer_results_are_labelled_as_jax(tmp_path):
+    """A `layers --backend jax` file is never shown as TensorFlow numbers: its headings name the
+    backend and device, its text the calls and the memory figure it has."""
+    layers_json = jax_layer_file(tmp_path / "layers-jax.json", "cpu", "cpu")
     output = tmp_path / "efficiency.md"
     cli.main(["report", *NO_EXTRAS, "--layers", str(layers_json),
               "--train", str(tmp_path / "none.json"),
@@ -211,3 +216,21 @@ def test_tensorflow_results_keep_their_headings(result_files):
     assert "## One attention layer\n" in text and "(JAX" not in text
     assert "### Peak memory, forward + backward (MB above baseline)" in text
     assert "float32, `tf.function`, no XLA." in text and "tf.matmul of square" in text
+
+
+def test_gpu_results_get_their_own_section_and_are_not_judged(result_files):
+    """A lent GPU's layer results (--gpu) appear under their device, after this CPU's, and the
+    targets stay judged on the CPU's results."""
+    gpu = jax_layer_file(result_files / "gpu.json", "gpu", "NVIDIA H200")
+    output = result_files / "efficiency.md"
+    arguments = ["report", *NO_EXTRAS, "--layers", str(result_files / "layers.json"),
+                 "--train", str(result_files / "none.json"), "--mixers",
+                 "--notes", str(result_files / "none.md"), "--output", str(output)]
+    cli.main(arguments)
+    without = output.read_text()
+    cli.main([*arguments, "--gpu", str(gpu)])
+    text = output.read_text()
+    assert "## On a lent GPU" not in without and "## On a lent GPU" in text
+    assert "### Batch 1, 4 heads of 64 (JAX on NVIDIA H200)" in text
+    targets_of = lambda doc: doc.split("## Targets")[1].split("\n## ")[0]  # noqa: E731
+    assert targets_of(text) == targets_of(without)

@@ -11,16 +11,18 @@
 #          git add docs/reproduction* && git commit
 #
 # A job is SUITE:TASKS:MECHANISMS (TASKS empty: the suite's own); its mechanisms run one after the
-# other in the order given, so the cheap ones land first in a short lease. Each job works in its own
-# copy of the tree, one per suite (its own results.json and run directories; data/ is shared, the
-# ListOps set generated once before the jobs start), and brings back results-<job number>.json.
-# Give each suite to one job only. Every run pauses
-# at a checkpoint when TRAIN_SECONDS (default 420) have gone by since the jobs started; the run
-# directories stay on the machine while it is warm, so the next call with the same jobs goes on
-# where this one paused. A cold machine starts an interrupted run again from step 0 (its
-# checkpoints are too large to carry). Generated tasks (listops, pathfinder, pathx) work without
-# TensorFlow, the TFDS ones do not. BENCHMARK_SECONDS (default 0: none) bounds a layer benchmark
-# under JAX (BENCHMARK_ARGS, default the jax_dpa peer beside full and linformer) after the jobs.
+# other in the order given, so the cheap ones land first in a short lease. Give each suite to one
+# job only: a job works in its suite's own copy of the tree (its results.json and run directories;
+# data/ is shared, the ListOps set generated once before the jobs start), made at the suite's first
+# call on this machine, and brings back results-<job number>.json. Every run pauses at a checkpoint
+# when TRAIN_SECONDS (default 420) have gone by since the jobs started; the copies stay while the
+# machine is warm, so a later call for the same suite goes on where this one paused (with the code
+# of the first call). A cold machine starts an interrupted run again from step 0 (its checkpoints
+# are too large to carry). Jobs share the GPU: on an H200 the lra ListOps linformer run went at 7
+# steps/s beside two small-model jobs and 14 alone (docs/reproduction/device/). Generated tasks
+# (listops, pathfinder, pathx) work without TensorFlow, the TFDS ones do not. BENCHMARK_SECONDS
+# (default 0: none) bounds a layer benchmark under JAX (BENCHMARK_ARGS, default the jax_dpa peer
+# beside full and linformer) after the jobs.
 set -uo pipefail
 OUT=${OUT:-/tmp/arena_tf_out}
 ROOT=$PWD

@@ -195,10 +195,20 @@ def result_row(run):
         "steps": metrics["steps"], "train_seconds": round(metrics["wall_time_s"], 1),
         "device": metrics.get("device") or cpu_device(), "backend": metrics.get("backend"),
         "git_commit": git_commit(),
-        "date": datetime.date.today().isoformat(), "command": run.command,
+        "date": datetime.date.today().isoformat(),
+        "command": command_of({"command": run.command, "backend": metrics.get("backend")}),
         "validation_curve": [[step, value] for step, value in sorted(curve.items())],
         "final_train_accuracy": final_train_accuracy(trained),
     }
+
+
+def command_of(row):
+    """The row's command as a shell runs it: a backend other than the default TensorFlow named in
+    front (KERAS_BACKEND=jax ...), also for rows recorded before the command carried it."""
+    backend, command = row.get("backend"), row["command"]
+    if backend in (None, "tensorflow") or command.startswith("KERAS_BACKEND="):
+        return command
+    return f"KERAS_BACKEND={backend} {command}"
 
 
 def final_train_accuracy(accuracy_by_step):
@@ -409,7 +419,7 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
                                [[r["mechanism"], r["seed"], f"{100 * r['test_accuracy']:.2f}",
                                  r["steps"], f"{r['train_seconds'] / 60:.0f} min",
                                  ", ".join(filter(None, (r["device"], r.get("backend")))),
-                                 r["git_commit"], f"`{r['command']}`"] for r in mine]) + "\n")
+                                 r["git_commit"], f"`{command_of(r)}`"] for r in mine]) + "\n")
     parts.extend(attempts_section(rows))
     files.write_text(doc, "\n".join(parts))
     return doc

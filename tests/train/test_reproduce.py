@@ -160,6 +160,31 @@ def test_a_suite_of_several_tasks_runs_each_and_reports_each_beside_its_paper(tm
     assert "| `linear` | missing: not run yet |" in image
 
 
+def report_row(suite, mechanism, accuracy, command, **extra):
+    return {"suite": suite, "task": "listops", "mechanism": mechanism, "seed": 0,
+            "test_accuracy": accuracy, "best_val_accuracy": accuracy, "chance": 0.17,
+            "steps": 10, "train_seconds": 60, "device": "CPU", "git_commit": "abc",
+            "command": command, **extra}
+
+
+def test_a_row_of_another_backend_shows_a_command_that_runs_it_there(tmp_path):
+    """A JAX run's row names its backend beside the device and in front of its command, so that
+    pasting the command reproduces the run under JAX, not under the default TensorFlow."""
+    command = "python -m arena_tf.train --task=listops --model={}"
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps([
+        report_row("a", "full", 0.19, command.format("full"), backend="jax",
+                   device="NVIDIA H200 x1"),
+        report_row("a", "linear", 0.36, command.format("linear"), backend="tensorflow")]))
+    text = reproduce.report(results, tmp_path / "doc.md", tmp_path).read_text()
+    assert "| NVIDIA H200 x1, jax | abc | `KERAS_BACKEND=jax python -m arena_tf.train " \
+           "--task=listops --model=full` |" in text
+    assert "| CPU, tensorflow | abc | `python -m arena_tf.train --task=listops --model=linear` |" \
+        in text
+    assert reproduce.command_of({"command": "KERAS_BACKEND=jax x", "backend": "jax"}) == (
+        "KERAS_BACKEND=jax x")
+
+
 def test_the_report_sets_each_mechanisms_attempts_side_by_side_with_what_differs(tmp_path):
     """A mechanism trained in two suites gets a table of both runs with the settings that differ
     between them (a later --set of a name wins; logging and checkpoint settings are left out); a
@@ -170,10 +195,7 @@ def test_the_report_sets_each_mechanisms_attempts_side_by_side_with_what_differs
                 ("b", "linear"): base.format("linear", 10, "--set=train.learning_rate=0.001 "
                                              "--set=model.pooling=cls --data_dir=short"),
                 ("a", "local"): base.format("local", 50, "")}
-    rows = [{"suite": suite, "task": "listops", "mechanism": mechanism, "seed": 0,
-             "test_accuracy": accuracy, "best_val_accuracy": accuracy, "chance": 0.17,
-             "steps": 10, "train_seconds": 60, "device": "CPU", "git_commit": "abc",
-             "command": commands[suite, mechanism]}
+    rows = [report_row(suite, mechanism, accuracy, commands[suite, mechanism])
             for (suite, mechanism), accuracy in zip(commands, (0.179, 0.352, 0.18))]
     results = tmp_path / "results.json"
     results.write_text(json.dumps(rows))

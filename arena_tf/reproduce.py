@@ -223,11 +223,21 @@ def read_results(path=RESULTS):
     return json.loads(path.read_text()) if path.is_file() else []
 
 
+def row_key(row):
+    """What identifies a results.json row: its suite, task, mechanism and seed."""
+    return row["suite"], row["task"], row["mechanism"], row["seed"]
+
+
 def record(row, path=RESULTS):
-    """results.json with `row` in place of any row of the same suite, mechanism and seed."""
-    key = lambda r: (r["suite"], r["task"], r["mechanism"], r["seed"])  # noqa: E731
-    rows = [r for r in read_results(path) if key(r) != key(row)] + [row]
-    rows.sort(key=key)
+    """results.json with `row` in place of any row of the same suite, task, mechanism and seed."""
+    return record_all([row], path)
+
+
+def record_all(new_rows, path=RESULTS):
+    """results.json with `new_rows` in place of any rows of the same keys, written once."""
+    new = {row_key(r): r for r in new_rows}
+    rows = [r for r in read_results(path) if row_key(r) not in new] + list(new.values())
+    rows.sort(key=row_key)
     pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
     files.write_json(path, rows)
     return rows
@@ -237,15 +247,14 @@ def merge(paths, results=RESULTS):
     """Record the rows of other results.json files (a lent machine's copies) that ours lacks; the
     number added. A row that differs from ours under the same suite, task, mechanism and seed is
     refused in one line before anything is written, never overwritten."""
-    key = lambda r: (r["suite"], r["task"], r["mechanism"], r["seed"])  # noqa: E731
-    ours = {key(r): r for r in read_results(results)}
+    ours = {row_key(r): r for r in read_results(results)}
     new = {}
     for path in paths:
         try:
             listed = json.loads(pathlib.Path(path).read_text())
             if not isinstance(listed, list):
                 raise TypeError(f"a {type(listed).__name__}, not a list")
-            rows = {key(r): r for r in listed}
+            rows = {row_key(r): r for r in listed}
         except (OSError, ValueError, TypeError, KeyError) as error:
             raise cli.UsageError(f"{path} is not a results.json ({error})",
                                  "a JSON list of rows that `reproduce SUITE` wrote",
@@ -258,8 +267,8 @@ def merge(paths, results=RESULTS):
                                      "remove the older row from one of the files, then merge")
             if name not in ours:
                 new[name] = row
-    for row in new.values():
-        record(row, results)
+    if new:
+        record_all(new.values(), results)
     return len(new)
 
 

@@ -19,7 +19,7 @@
 # when TRAIN_SECONDS (default 420) have gone by since the jobs started; the copies stay while the
 # machine is warm, so a later call for the same suite goes on where this one paused (with the code
 # of the first call). A run paused with a newest checkpoint (with its config and logs) of at most
-# CARRY_MB (default 16) comes back in $OUT/runs.tar.gz, the whole new state of runs/device/SUITE/
+# CARRY_MB (default 24) comes back in $OUT/runs.tar.gz, the whole new state of runs/device/SUITE/
 # (runs carried in and neither finished nor run again stay in it): replace runs/device with it here
 # and carry "runs/device" beside ".whl" in a later call, on a cold machine too, and the run goes on
 # from that checkpoint; a larger one (the LRA ListOps models) starts again from step 0 on a cold
@@ -101,8 +101,8 @@ pack_paused() {  # runs/device/ as it now stands: every paused run small enough 
         mkdir -p "$staging/runs/device/$relative/checkpoints"
         cp -a "$run/config.yaml" "$run/train" "$run/validation" "$staging/runs/device/$relative/"
         cp -a "$checkpoints/$newest" "$staging/runs/device/$relative/checkpoints/"
-        if [ "$(du -sm "$staging/runs/device/$relative" | cut -f1)" -gt "${CARRY_MB:-16}" ]; then
-            echo "not carried (over ${CARRY_MB:-16} MB): $relative"
+        if [ "$(du -sm "$staging/runs/device/$relative" | cut -f1)" -gt "${CARRY_MB:-24}" ]; then
+            echo "not carried (over ${CARRY_MB:-24} MB): $relative"
             rm -rf "${staging:?}/runs/device/$relative"
         else
             echo "carried back, paused at $newest: $relative"

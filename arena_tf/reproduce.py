@@ -192,7 +192,7 @@ def result_row(run):
         "seed": run.seed, "test_accuracy": metrics["test_accuracy"],
         "best_val_accuracy": max(curve.values(), default=metrics["validation_accuracy"]),
         "chance": metrics.get("test_chance"), "test_examples": metrics["test_examples"],
-        "steps": metrics["steps"], "train_seconds": round(metrics["wall_time_s"], 1),
+        "steps": metrics["steps"], **training_time(metrics),
         "device": metrics.get("device") or cpu_device(), "backend": metrics.get("backend"),
         "git_commit": git_commit(),
         "date": datetime.date.today().isoformat(),
@@ -200,6 +200,30 @@ def result_row(run):
         "validation_curve": [[step, value] for step, value in sorted(curve.items())],
         "final_train_accuracy": final_train_accuracy(trained),
     }
+
+
+def training_time(metrics):
+    """{"train_seconds": the whole run's} (over every session it was resumed in), or, for a run
+    resumed from a checkpoint that carries no time, {"train_seconds": None, "last_session":
+    {"seconds", "steps"}}: what the last session took, a lower bound."""
+    total = metrics.get("train_seconds")
+    if total is None and metrics.get("trained_steps", metrics["steps"]) == metrics["steps"]:
+        total = metrics["wall_time_s"]  # not resumed (or written before train_seconds existed)
+    if total is not None:
+        return {"train_seconds": round(total, 1)}
+    return {"train_seconds": None, "last_session": {"seconds": round(metrics["wall_time_s"], 1),
+                                                    "steps": metrics["trained_steps"]}}
+
+
+def time_cell(row):
+    """The report's training time of a row: minutes, or a lower bound from its last session."""
+    if row.get("train_seconds") is not None:
+        return f"{row['train_seconds'] / 60:.0f} min"
+    last = row.get("last_session")
+    if not last:
+        return "unknown"
+    return (f"over {last['seconds'] / 60:.0f} min (the last session's {last['steps']:,} of "
+            f"{row['steps']:,} steps)")
 
 
 def command_of(row):
@@ -426,7 +450,7 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
             parts.append(table(["mechanism", "seed", "test %", "steps", "train time",
                                 "device, backend", "commit", "command"],
                                [[r["mechanism"], r["seed"], f"{100 * r['test_accuracy']:.2f}",
-                                 r["steps"], f"{r['train_seconds'] / 60:.0f} min",
+                                 r["steps"], time_cell(r),
                                  ", ".join(filter(None, (r["device"], r.get("backend")))),
                                  r["git_commit"], f"`{command_of(r)}`"] for r in mine]) + "\n")
     parts.extend(attempts_section(rows))

@@ -117,6 +117,9 @@ class EventWriter:
         self.writer.add_event(Event(wall_time=time.time(), step=step,
                                     summary=scalar_pb(name, float(value))))
 
+    def flush(self):
+        self.writer.flush()
+
     def close(self):
         self.writer.close()
 

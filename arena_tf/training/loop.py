@@ -32,12 +32,15 @@ from arena_tf.progress import duration
 from arena_tf.schedules import make_optimizer
 from arena_tf.training.console import Progress
 from arena_tf.training.errors import Interrupted, RunDirError, TrainingError
+from arena_tf.training.events import read_scalars
 from arena_tf.training.run_dir import (CHECKPOINT_FORMATS, RunLock, check_same_experiment,
                                        checkpoint_steps, first_existing, remove_created,
                                        stale_artifacts)
 from arena_tf.training.verdict import summary, verdict
 
 
+# The train scalar beside each checkpoint: seconds of training so far, over all the run's sessions.
+TRAIN_SECONDS = "train_seconds"
 # The exit status of a run that stopped at its --time_limit with a checkpoint to resume from.
 EXIT_PAUSED = 3
 
@@ -110,6 +113,7 @@ class Loop:
             self.optimizer = make_optimizer(self.train)
             self.optimizer.build(self.model.trainable_variables)
         self.running = None  # the step under way (1-based), for error messages
+        self._seconds_before, self._began = 0.0, None  # training time of earlier sessions; start
         self._committed = False  # whether this run wrote into the run directory yet
         self.writers = None
         self.metrics = None
@@ -227,6 +231,24 @@ class Loop:
             self._stop(step, "the weights became inf or nan")
         with self.progress.working(f"saving checkpoint {step}"):
             self._write_checkpoint(step)
+        self._log_train_seconds(step)
+
+    def _log_train_seconds(self, step):
+        """The run's training time so far, beside each checkpoint (flushed with it), so that a run
+        resumed from that checkpoint can add its own time to it."""
+        if self._seconds_before is None:
+            return
+        seconds = self._seconds_before + time.perf_counter() - self._began
+        self._write_scalars("train", step, {TRAIN_SECONDS: seconds})
+        for writer in self.writers.values():
+            writer.flush()
+
+    def _train_seconds_before(self, start):
+        """The training seconds of the sessions before this one: 0 for a new run, None when the
+        checkpoint resumed from has no time beside it (written before times were kept)."""
+        if not start:
+            return 0.0
+        return read_scalars(self.run_dir / "train").get(TRAIN_SECONDS, {}).get(start)
 
     def _sync_variables(self):
         """Make the Keras variables hold the current state (a backend keeping it elsewhere)."""
@@ -289,6 +311,7 @@ class Loop:
             with self._backend_failures(), self._claimed() as changed:
                 with self.progress.working("restoring the checkpoint"):
                     start = self.resume()
+                self._seconds_before = self._train_seconds_before(start)
                 for key, change in changed.items():
                     self.say(f"resuming with {key} changed: {change}")
                 self._commit(changed)
@@ -338,6 +361,7 @@ class Loop:
         total = self.train.num_train_steps
         stream = self._train_stream(start)
         began, trained, window = time.perf_counter(), self._window(), self._window()
+        self._began = began
         validation = None
         for step in range(start + 1, total + 1):
             self.running = step
@@ -391,6 +415,7 @@ class Loop:
             "validation_accuracy": validation["accuracy"],
             "validation_loss": validation["loss"],
             "wall_time_s": wall,
+            "train_seconds": None if self._seconds_before is None else self._seconds_before + wall,
             "examples_per_second": (trained.scalars()["examples_per_second"] if trained.steps
                                     else None),
             "parameters": self.model.count_params(),

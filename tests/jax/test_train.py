@@ -73,6 +73,11 @@ def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(listops_dir
     assert rest.resume() == 3
     rest.fit()
     assert rest.metrics["trained_steps"] == 3
+    # the whole run's training time: the first session's, kept beside its checkpoint, plus this one
+    first_seconds = read_scalars(tmp_path / "split" / "train")["train_seconds"][3]
+    assert 0 < first_seconds <= first.metrics["train_seconds"]
+    assert rest.metrics["train_seconds"] == pytest.approx(first_seconds
+                                                          + rest.metrics["wall_time_s"])
     for a, b in zip(weights(tmp_path / "whole"), weights(tmp_path / "split"), strict=True):
         np.testing.assert_array_equal(a, b)
     losses = read_scalars(tmp_path / "split" / "train")["loss"]

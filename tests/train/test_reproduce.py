@@ -128,8 +128,30 @@ def test_a_time_limit_pauses_at_a_checkpoint_and_resume_finishes(setting, capfd)
     assert "paused at step 1 of 4" in out and "rerun with --resume to continue it" in out
     assert linear.state() == "interrupted" and not results.exists()
     assert reproduce.checkpoint_steps(linear.run_dir / "checkpoints") == [1]
+    first_seconds = read_scalars(linear.run_dir / "train")["train_seconds"][1]
     assert run_suite(setting, ["linear"], resume=True) == 1
-    assert json.loads(results.read_text())[0]["steps"] == STEPS
+    (row,) = json.loads(results.read_text())
+    assert row["steps"] == STEPS
+    # the row's time is the whole run's, both sessions, not the last one's
+    metrics = json.loads((linear.run_dir / "metrics.json").read_text())
+    assert metrics["trained_steps"] == STEPS - 1
+    assert metrics["train_seconds"] == pytest.approx(first_seconds + metrics["wall_time_s"])
+    assert row["train_seconds"] == round(metrics["train_seconds"], 1) and "last_session" not in row
+
+
+def test_a_run_resumed_from_a_checkpoint_without_its_time_reports_a_lower_bound(setting):
+    """A checkpoint written before training times were kept: the total is unknown, so the row
+    keeps the last session's time and steps, and the report says that the run took longer."""
+    suite, runs_dir, results, doc, suites = setting
+    runs = reproduce.plan(suite, ["linear"], runs_dir=runs_dir)
+    assert reproduce.run_suite(suite, runs, False, results, doc, suites, time_limit=0) == 0
+    for events in (runs[0].run_dir / "train").iterdir():  # as an older run's: no time in them
+        events.unlink()
+    assert run_suite(setting, ["linear"], resume=True) == 1
+    (row,) = json.loads(results.read_text())
+    assert row["train_seconds"] is None and row["last_session"]["steps"] == STEPS - 1
+    minutes = f"{row['last_session']['seconds'] / 60:.0f}"
+    assert f"| over {minutes} min (the last session's 3 of 4 steps) |" in doc.read_text()
 
 
 def test_a_suite_of_several_tasks_runs_each_and_reports_each_beside_its_paper(tmp_path):

@@ -217,11 +217,9 @@ def training_time(metrics):
 
 def time_cell(row):
     """The report's training time of a row: minutes, or a lower bound from its last session."""
-    if row.get("train_seconds") is not None:
+    if row["train_seconds"] is not None:
         return f"{row['train_seconds'] / 60:.0f} min"
-    last = row.get("last_session")
-    if not last:
-        return "unknown"
+    last = row["last_session"]
     return (f"over {last['seconds'] / 60:.0f} min (the last session's {last['steps']:,} of "
             f"{row['steps']:,} steps)")
 

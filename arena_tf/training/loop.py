@@ -32,7 +32,6 @@ from arena_tf.progress import duration
 from arena_tf.schedules import make_optimizer
 from arena_tf.training.console import Progress
 from arena_tf.training.errors import Interrupted, RunDirError, TrainingError
-from arena_tf.training.events import read_scalars
 from arena_tf.training.run_dir import (CHECKPOINT_FORMATS, RunLock, check_same_experiment,
                                        checkpoint_steps, first_existing, remove_created,
                                        stale_artifacts)
@@ -248,6 +247,8 @@ class Loop:
         checkpoint resumed from has no time beside it (written before times were kept)."""
         if not start:
             return 0.0
+        from arena_tf.training.events import read_scalars  # tensorboard: only when resuming
+
         return read_scalars(self.run_dir / "train").get(TRAIN_SECONDS, {}).get(start)
 
     def _sync_variables(self):

@@ -28,11 +28,11 @@ from arena_tf.layers.registry import register
 def kernel_attention(q_features, k_features, v, mask, eps):
     """phi(q) (phi(k)^T v) / (phi(q) sum_j phi(k_j) + eps), padded keys and values excluded.
 
-    q_features, k_features: [batch, heads, length, features] float32 feature maps; v: [batch,
-    heads, length, head_dim]. Returns float32 [batch, heads, length, head_dim]; a query with no
-    real key gets zeros.
+    q_features, k_features: [batch, heads, length, features] float32 feature maps, k_features
+    zero at padded keys (each feature map zeroes them where it is cheapest); v: [batch, heads,
+    length, head_dim]. Returns float32 [batch, heads, length, head_dim]; a query with no real key
+    gets zeros.
     """
-    k_features = aops.zero_padding(k_features, mask)
     v = aops.zero_padding(ops.cast(v, "float32"), mask)
     summary = ops.matmul(ops.swapaxes(k_features, -1, -2), v)  # [batch, heads, features, dim]
     key_sum = ops.sum(k_features, axis=2)[..., None]  # [batch, heads, features, 1]
@@ -63,7 +63,8 @@ class LinearAttention(Attention):
         self.eps = checks.positive_float(type(self).__name__, "eps", eps)
 
     def attend(self, q, k, v, mask, training=False):
-        attended = kernel_attention(elu_features(q), elu_features(k), v, mask, self.eps)
+        k_features = aops.zero_padding(elu_features(k), mask)
+        attended = kernel_attention(elu_features(q), k_features, v, mask, self.eps)
         return ops.cast(attended, q.dtype)
 
     def get_config(self):

@@ -14,7 +14,8 @@ and the exported graph holds no random op.
 
 Numerical stabiliser: each query's features are divided by exp(its largest exponent) and each
 (batch, head)'s key features by exp(the largest exponent over its REAL keys); both factors cancel
-exactly between numerator and denominator, and padding cannot change them.
+exactly between numerator and denominator, and padding cannot change them. So do exp(-|q|^2 / 2)
+and 1 / sqrt(m), which are therefore never computed.
 
 kernel="relu" is the generalised-attention kernel phi(x) = relu(w_i . x) / sqrt(m) + 1e-3 on the
 same stored random features (x scaled by d^-1/4 as above). The LRA code's default was this ReLU
@@ -70,27 +71,33 @@ def gaussian_shapes(head_dim, num_features):
     return (-(-num_features // head_dim), head_dim, head_dim), (num_features, head_dim)
 
 
-def exp_exponents(x, features):
-    """w_i . x - |x|^2 / 2 for every feature: [batch, heads, length, num_features]."""
-    return ops.matmul(x, features) - 0.5 * ops.sum(ops.square(x), axis=-1, keepdims=True)
+def exp_kernel(q, k, mask, features, scale):
+    """FAVOR+ positive softmax features of q and k (both scaled by `scale`), each stabilised.
 
-
-def exp_kernel(q, k, mask, features):
-    """FAVOR+ positive softmax features of q and k, stabilised; padded keys get zero features."""
-    norm = features.shape[-1] ** -0.5
-    q_exponents = exp_exponents(q, features)
-    q_max = ops.stop_gradient(ops.max(q_exponents, axis=-1, keepdims=True))
-    k_exponents = exp_exponents(k, features)
+    Factors shared by all features of one query (exp(-|q|^2 / 2), its shift, 1 / sqrt(m)) or of
+    all keys of a (batch, head) (their shift, 1 / sqrt(m)) cancel between the numerator and the
+    denominator, so they are left out or folded into one [length, 1] offset: every pass over the
+    [batch, heads, length, num_features] maps costs as much as a small matmul here. Padded keys
+    get an offset of 1e9 above it, hence zero features.
+    """
+    features = features * scale
+    q_logits = ops.matmul(q, features)
+    q_max = ops.max(q_logits, axis=-1, keepdims=True)
+    k_logits = ops.matmul(k, features)
+    half_square = (0.5 * scale**2) * ops.sum(ops.square(k), axis=-1, keepdims=True)
     real = mask[:, None, :, None]
-    k_max = ops.max(ops.where(real, k_exponents, aops.NEG_INF), axis=(2, 3), keepdims=True)
-    k_shifted = ops.where(real, k_exponents - ops.stop_gradient(k_max), aops.NEG_INF)
-    return ops.exp(q_exponents - q_max) * norm, ops.exp(k_shifted) * norm
+    key_max = ops.max(k_logits, axis=-1, keepdims=True) - half_square
+    k_max = ops.max(ops.where(real, key_max, aops.NEG_INF), axis=2, keepdims=True)
+    k_offset = half_square + ops.stop_gradient(k_max - ops.where(real, 0.0, aops.NEG_INF))
+    return ops.exp(q_logits - ops.stop_gradient(q_max)), ops.exp(k_logits - k_offset)
 
 
-def relu_kernel(q, k, mask, features):
-    """Generalised-attention ReLU features relu(w . x) / sqrt(m) + eps of q and k."""
-    norm = features.shape[-1] ** -0.5
-    return tuple(ops.relu(ops.matmul(x, features)) * norm + RELU_EPSILON for x in (q, k))
+def relu_kernel(q, k, mask, features, scale):
+    """Generalised-attention ReLU features relu(w . x) / sqrt(m) + eps of q and k (scaled by
+    `scale`); padded keys get zero features."""
+    features = features * (scale * features.shape[-1] ** -0.5)
+    q_features, k_features = (ops.relu(ops.matmul(x, features)) + RELU_EPSILON for x in (q, k))
+    return q_features, aops.zero_padding(k_features, mask)
 
 
 KERNELS = {"exp": exp_kernel, "relu": relu_kernel}
@@ -144,11 +151,10 @@ class PerformerAttention(Attention):
 
     def attend(self, q, k, v, mask, training=False):
         features = self._redrawn_features() if training and self.redraw else self.features
-        scale = self.head_dim**-0.25
-        scaled_q, scaled_k = (ops.cast(x, "float32") * scale for x in (q, k))
-        q_features, k_features = KERNELS[self.kernel](scaled_q, scaled_k, mask, features)
+        q, k = (ops.cast(x, "float32") for x in (q, k))
+        q_features, k_features = KERNELS[self.kernel](q, k, mask, features, self.head_dim**-0.25)
         attended = kernel_attention(q_features, k_features, v, mask, DENOMINATOR_FLOOR)
-        return ops.cast(attended, q.dtype)
+        return ops.cast(attended, v.dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -16,6 +16,9 @@ import keras
 from keras import ops
 
 from arena_tf.layers import checks
+from arena_tf.layers import ops as aops
+from arena_tf.layers.long_conv import exporting
+from arena_tf.layers.softmax_attention import softmax_attention
 
 
 class Attention(keras.layers.Layer):
@@ -111,6 +114,15 @@ class Attention(keras.layers.Layer):
     def dropout_weights(self, weights, training):
         """Attention dropout on explicit attention weights."""
         return self.dropout(weights, training=training)
+
+    def softmax_attend(self, q, k, v, allowed, training):
+        """softmax(q k^T) v over the allowed keys (q scaled; `allowed` a bool broadcastable to the
+        [..., queries, keys] logits, or None), attention dropout in training included: the
+        hand-written backward of `softmax_attention` where no dropout acts, else autodiff."""
+        if (training and self.attention_dropout) or exporting():
+            weights = aops.masked_softmax(ops.matmul(q, ops.swapaxes(k, -1, -2)), allowed, q.dtype)
+            return ops.matmul(self.dropout_weights(weights, training), v)
+        return softmax_attention(q, k, v, allowed)
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -89,7 +89,7 @@ class BigBirdAttention(Attention):
         heads_mask = ops.broadcast_to(mask_blocks[:, None], ops.shape(qb)[:4])
         allowed = ops.logical_and(gather_blocks(heads_mask, indices), valid[..., None])
         allowed = ops.reshape(allowed, tuple(ops.shape(qb)[:3]) + (1, -1))
-        return self._softmax_attend(qb, keys, values, allowed, training)
+        return self.softmax_attend(qb, keys, values, allowed, training)
 
     def _attend_globally(self, qb, kb, vb, mask_blocks, last, training):
         """Query blocks 0 and `last` over every key: [batch, heads, 2, b, d]."""
@@ -98,15 +98,10 @@ class BigBirdAttention(Attention):
         queries = gather_blocks(qb, ops.broadcast_to(rows, (shape[0], shape[1], 2)))
         keys, values = aops.merge_blocks(kb), aops.merge_blocks(vb)
         padded_mask = ops.reshape(mask_blocks, (shape[0], -1))
-        attended = self._softmax_attend(
+        attended = self.softmax_attend(
             aops.merge_blocks(queries), keys, values, aops.key_mask(padded_mask), training
         )
         return aops.split_blocks(attended, self.block_size)
-
-    def _softmax_attend(self, queries, keys, values, allowed, training):
-        logits = ops.matmul(queries, ops.swapaxes(keys, -1, -2))
-        weights = aops.masked_softmax(logits, allowed, queries.dtype)
-        return ops.matmul(self.dropout_weights(weights, training), values)
 
     def get_config(self):
         config = super().get_config()

@@ -53,9 +53,7 @@ class FullAttention(Attention):
         q = q * self.head_dim**-0.5
         if self.blockwise(k.shape[2], training):
             return ops.cast(blockwise_attention(q, k, v, mask, self.block_size), q.dtype)
-        logits = ops.matmul(q, ops.swapaxes(k, -1, -2))
-        weights = aops.masked_softmax(logits, aops.key_mask(mask), q.dtype)
-        return ops.matmul(self.dropout_weights(weights, training), v)
+        return self.softmax_attend(q, k, v, aops.key_mask(mask), training)
 
     def get_config(self):
         return {**super().get_config(), "block_size": self.block_size,

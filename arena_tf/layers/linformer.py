@@ -68,9 +68,7 @@ class LinformerAttention(Attention):
         key_projection, value_projection = self._sliced_projections(ops.shape(k)[2], k.dtype)
         keys = ops.matmul(key_projection, aops.zero_padding(k, mask))  # [batch, heads, p, dim]
         values = ops.matmul(value_projection, aops.zero_padding(v, mask))
-        logits = ops.matmul(q * self.head_dim**-0.5, ops.swapaxes(keys, -1, -2))
-        weights = ops.cast(ops.softmax(ops.cast(logits, "float32"), axis=-1), q.dtype)
-        return ops.matmul(self.dropout_weights(weights, training), values)
+        return self.softmax_attend(q * self.head_dim**-0.5, keys, values, None, training)
 
     def _sliced_projections(self, length, dtype):
         """(key, value) projections [1, heads or 1, p, length] cut to the sequence length."""

@@ -41,10 +41,8 @@ class LocalAttention(Attention):
     def attend(self, q, k, v, mask, training=False):
         block = min(self.block_size, self.max_len)
         qb, kb, vb, mask_blocks = aops.blocked(q, k, v, mask, block)
-        logits = ops.matmul(qb * self.head_dim**-0.5, ops.swapaxes(kb, -1, -2))
         allowed = mask_blocks[:, None, :, None, :]  # [batch, 1, blocks, 1, block]
-        weights = aops.masked_softmax(logits, allowed, q.dtype)
-        attended = ops.matmul(self.dropout_weights(weights, training), vb)
+        attended = self.softmax_attend(qb * self.head_dim**-0.5, kb, vb, allowed, training)
         return aops.cut_to_length(aops.merge_blocks(attended), ops.shape(q)[2])
 
     def get_config(self):

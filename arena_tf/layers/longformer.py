@@ -82,9 +82,7 @@ class LongformerAttention(Attention):
 
     def _global_rows(self, global_q, k, v, mask, training):
         """Full attention rows [batch, heads, g, head_dim] for the global queries."""
-        logits = ops.matmul(global_q, ops.swapaxes(k, -1, -2))
-        weights = aops.masked_softmax(logits, aops.key_mask(mask), global_q.dtype)
-        return ops.matmul(self.dropout_weights(weights, training), v)
+        return self.softmax_attend(global_q, k, v, aops.key_mask(mask), training)
 
     def get_config(self):
         config = super().get_config()

@@ -10,8 +10,11 @@ NEG_INF = -1e9
 
 
 def masked_softmax(logits, allowed, dtype):
-    """Softmax over the last axis in float32, with `allowed` (broadcastable bool) False excluded."""
-    logits = ops.where(allowed, ops.cast(logits, "float32"), NEG_INF)
+    """Softmax over the last axis in float32, with `allowed` (broadcastable bool) False excluded;
+    allowed=None excludes nothing."""
+    logits = ops.cast(logits, "float32")
+    if allowed is not None:
+        logits = ops.where(allowed, logits, NEG_INF)
     return ops.cast(ops.softmax(logits, axis=-1), dtype)
 
 

@@ -12,6 +12,22 @@ import tensorflow as tf
 LENGTH, WIDTH, HEADS, HEAD_DIM = 4096, 256, 4, 64
 
 
+def performer_with_exp_kernel(kernel):
+    """A PerformerAttention subclass whose "exp" feature maps are `kernel` (the signature of
+    `performer.exp_kernel`)."""
+    from arena_tf.layers import performer
+
+    class Variant(performer.PerformerAttention):
+        def attend(self, q, k, v, mask, training=False):
+            saved, performer.KERNELS["exp"] = performer.KERNELS["exp"], kernel
+            try:
+                return super().attend(q, k, v, mask, training)
+            finally:
+                performer.KERNELS["exp"] = saved
+
+    return Variant
+
+
 def train_step(layer):
     @tf.function
     def step(x):

@@ -6,9 +6,8 @@ gain of leaving out the factors that cancel."""
 from keras import ops
 
 from arena_tf.layers import ops as aops
-from arena_tf.layers import performer
 from arena_tf.layers.performer import PerformerAttention
-from harness import HEAD_DIM, HEADS, compare
+from harness import HEAD_DIM, HEADS, compare, performer_with_exp_kernel
 
 
 def every_factor(q, k, mask, features, scale):
@@ -23,13 +22,7 @@ def every_factor(q, k, mask, features, scale):
     return ops.exp(q_exponents - q_max) * norm, k_features
 
 
-class EveryFactor(PerformerAttention):
-    def attend(self, q, k, v, mask, training=False):
-        saved, performer.KERNELS["exp"] = performer.KERNELS["exp"], every_factor
-        try:
-            return super().attend(q, k, v, mask, training)
-        finally:
-            performer.KERNELS["exp"] = saved
+EveryFactor = performer_with_exp_kernel(every_factor)
 
 
 compare("performer, every factor computed (the form before)", PerformerAttention(

@@ -5,7 +5,7 @@ from keras import ops
 
 from arena_tf.layers import performer
 from arena_tf.layers.performer import PerformerAttention
-from harness import HEAD_DIM, HEADS, compare
+from harness import HEAD_DIM, HEADS, compare, performer_with_exp_kernel
 
 
 def softmax_queries(q, k, mask, features, scale):
@@ -13,13 +13,7 @@ def softmax_queries(q, k, mask, features, scale):
     return ops.softmax(ops.matmul(q, features * scale), axis=-1), k_features
 
 
-class SoftmaxQueries(PerformerAttention):
-    def attend(self, q, k, v, mask, training=False):
-        saved, performer.KERNELS["exp"] = performer.KERNELS["exp"], softmax_queries
-        try:
-            return super().attend(q, k, v, mask, training)
-        finally:
-            performer.KERNELS["exp"] = saved
+SoftmaxQueries = performer_with_exp_kernel(softmax_queries)
 
 
 compare("performer, softmax query features", PerformerAttention(num_heads=HEADS,

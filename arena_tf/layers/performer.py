@@ -78,7 +78,7 @@ def exp_kernel(q, k, mask, features, scale):
     all keys of a (batch, head) (their shift, 1 / sqrt(m)) cancel between the numerator and the
     denominator, so they are left out or folded into one [length, 1] offset: every pass over the
     [batch, heads, length, num_features] maps costs as much as a small matmul here. Padded keys
-    get an offset of 1e9 above it, hence zero features.
+    get an offset of 1e9, hence zero features (also in a sequence without any real key).
     """
     features = features * scale
     q_logits = ops.matmul(q, features)
@@ -88,7 +88,7 @@ def exp_kernel(q, k, mask, features, scale):
     real = mask[:, None, :, None]
     key_max = ops.max(k_logits, axis=-1, keepdims=True) - half_square
     k_max = ops.max(ops.where(real, key_max, aops.NEG_INF), axis=2, keepdims=True)
-    k_offset = half_square + ops.stop_gradient(k_max - ops.where(real, 0.0, aops.NEG_INF))
+    k_offset = half_square + ops.stop_gradient(ops.where(real, k_max, -aops.NEG_INF))
     return ops.exp(q_logits - ops.stop_gradient(q_max)), ops.exp(k_logits - k_offset)
 
 

@@ -15,6 +15,7 @@ import keras
 
 import arena_tf.layers as layers
 from tests.layers.attention_oracles import output_projection, projections, reference
+from tests.layers.gradients import gradients
 
 LENGTH, WIDTH, HEADS, HEAD_DIM = 32, 16, 2, 8
 
@@ -100,6 +101,19 @@ def test_zero_padding_cannot_move_the_key_stabiliser():
     padded = np.asarray(layer(x, mask=mask))[-1, mask[-1]]
     short = np.asarray(layer(x[-1:, mask[-1]]))[0]
     np.testing.assert_allclose(padded, short, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kernel", ["exp", "relu"])
+def test_a_sequence_without_real_keys_gets_zeros_and_finite_gradients(kernel):
+    """Its junk padding (here large) must not reach the output through the key features."""
+    x, mask = inputs(seed=5, scale=30.0)
+    mask[0] = False
+    layer = make(num_features=16, kernel=kernel)
+    out = np.asarray(layer(x, mask=mask))
+    assert np.all(out[0] == out[0, 0]), "every position of the empty sequence should be equal"
+    np.testing.assert_allclose(out[0, 0], np.asarray(layer.output_dense.bias), atol=1e-6)
+    grads = gradients(lambda: keras.ops.sum(layer(x, mask=mask) ** 2), layer.trainable_weights)
+    assert all(np.all(np.isfinite(g)) for g in grads if g is not None)
 
 
 def test_features_are_seeded_orthogonal_blocks_with_chi_lengths():

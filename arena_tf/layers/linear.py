@@ -31,14 +31,15 @@ def kernel_attention(q_features, k_features, v, mask, eps):
     q_features, k_features: [batch, heads, length, features] float32 feature maps, k_features
     zero at padded keys (each feature map zeroes them where it is cheapest); v: [batch, heads,
     length, head_dim]. Returns float32 [batch, heads, length, head_dim]; a query with no real key
-    gets zeros.
+    gets zeros, with finite gradients.
     """
     v = aops.zero_padding(ops.cast(v, "float32"), mask)
     summary = ops.matmul(ops.swapaxes(k_features, -1, -2), v)  # [batch, heads, features, dim]
     key_sum = ops.sum(k_features, axis=2)[..., None]  # [batch, heads, features, 1]
     numerator = ops.matmul(q_features, summary)
     denominator = ops.matmul(q_features, key_sum)
-    return numerator / (denominator + eps)
+    # 1, not eps, where no key is real (0 / 0): a finite gradient also where eps^2 underflows
+    return numerator / ops.where(denominator > 0, denominator + eps, 1.0)
 
 
 def elu_features(x):

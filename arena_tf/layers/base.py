@@ -16,9 +16,8 @@ import keras
 from keras import ops
 
 from arena_tf.layers import checks
-from arena_tf.layers import ops as aops
 from arena_tf.layers.long_conv import exporting
-from arena_tf.layers.softmax_attention import softmax_attention
+from arena_tf.layers.softmax_attention import attention_weights, softmax_attention
 
 
 class Attention(keras.layers.Layer):
@@ -120,7 +119,7 @@ class Attention(keras.layers.Layer):
         [..., queries, keys] logits, or None), attention dropout in training included: the
         hand-written backward of `softmax_attention` where no dropout acts, else autodiff."""
         if (training and self.attention_dropout) or exporting():
-            weights = aops.masked_softmax(ops.matmul(q, ops.swapaxes(k, -1, -2)), allowed, q.dtype)
+            weights = attention_weights(q, k, allowed, q.dtype)
             return ops.matmul(self.dropout_weights(weights, training), v)
         return softmax_attention(q, k, v, allowed)
 

@@ -76,8 +76,9 @@ def exp_kernel(q, k, mask, features, scale):
 
     Factors shared by all features of one query (exp(-|q|^2 / 2), its shift, 1 / sqrt(m)) or of
     all keys of a (batch, head) (their shift, 1 / sqrt(m)) cancel between the numerator and the
-    denominator, so they are left out or folded into one [length, 1] offset: every pass over the
-    [batch, heads, length, num_features] maps costs as much as a small matmul here. Padded keys
+    denominator, so they are left out or folded into one [length, 1] offset instead of passes over
+    the [batch, heads, length, num_features] maps (the form with those passes took 1.05x this
+    one's time: docs/efficiency/attempts/performer_feature_passes.py). Padded keys
     get an offset of 1e9, hence zero features (also in a sequence without any real key).
     """
     features = features * scale

@@ -6,10 +6,11 @@ by hand (`ops.custom_gradient`) so that it makes fewer passes over the [queries,
 Automatic differentiation of the softmax takes rowsum(dP * P) over the [queries, keys] matrix and
 differentiates the mask's select as another such pass; the identity rowsum(dP * P) = rowsum(dO * O)
 (used by FlashAttention, Dao et al. 2022) takes that sum over [queries, d] instead, and P is
-already 0 at the excluded keys. On a CPU those passes are bound by memory bandwidth, not by the
-matmul rate. P is stored for the backward as automatic differentiation would store it (unlike
-`blockwise`, which recomputes it); it equals the autodiff form to float32 rounding, gradients
-included (tests/layers/test_softmax_attention.py).
+already 0 at the excluded keys. Without those passes full's forward + backward at 4,096 tokens
+took 0.90 of its autodiff form's time on this project's CPU
+(docs/efficiency/attempts/autodiff_softmax_backward.py). P is stored for the backward as automatic
+differentiation would store it (unlike `blockwise`, which recomputes it); it equals the autodiff
+form to float32 rounding, gradients included (tests/layers/test_softmax_attention.py).
 
 `Attention.softmax_attend` chooses it; attention dropout in training and export tracing take the
 plain form (the identity needs the dropped weights' mask, and exports need no gradient).
@@ -20,6 +21,11 @@ from keras import ops
 from arena_tf.layers import ops as aops
 
 
+def attention_weights(q, k, allowed, dtype):
+    """softmax(q k^T) over the allowed keys in float32 (`aops.masked_softmax`), cast to dtype."""
+    return aops.masked_softmax(ops.matmul(q, ops.swapaxes(k, -1, -2)), allowed, dtype)
+
+
 def softmax_attention(q, k, v, allowed):
     """softmax(q k^T) v, q already scaled: q [..., queries, d], k and v [..., keys, d], allowed a
     bool broadcastable to [..., queries, keys] (False: excluded key). The softmax is computed in
@@ -28,7 +34,7 @@ def softmax_attention(q, k, v, allowed):
 
     @ops.custom_gradient
     def attend(q, k, v):
-        weights = aops.masked_softmax(ops.matmul(q, ops.swapaxes(k, -1, -2)), allowed, dtype)
+        weights = attention_weights(q, k, allowed, dtype)
         out = ops.matmul(weights, v)
 
         def grad(*args, upstream=None):

@@ -4,6 +4,7 @@
     python -m arena_tf.reproduce cpu-listops --list      # what is done, interrupted, to run
     python -m arena_tf.reproduce report                  # docs/reproduction.md from results.json
     python -m arena_tf.reproduce merge FILE [FILE ...]   # add the rows another machine recorded
+    python -m arena_tf.reproduce pack                    # carry unfinished runs in the repository
 
 A suite is a small YAML file in configs/suites/ (task, preset, mechanisms, seeds, the paper's
 numbers), not code. Each run is one `python -m arena_tf.train` command with its own run directory
@@ -12,7 +13,9 @@ re-run by hand. A finished run (metrics.json written) is skipped; an interrupted
 no metrics.json) continues from its newest checkpoint with --resume and is refused without it (so
 that a half-finished run is never mistaken for a new one). After every run its row goes into
 docs/reproduction/results.json (written atomically) and the report is regenerated from that file
-alone: every number of docs/reproduction.md comes from a run of its own command.
+alone: every number of docs/reproduction.md comes from a run of its own command. `pack` puts each
+unfinished run's newest checkpoint under docs/reproduction/paused/ (arena_tf/paused_runs.py), so
+that a run outlives the machine it started on: --resume on another checkout goes on from there.
 """
 
 import dataclasses
@@ -28,7 +31,7 @@ import time
 
 import yaml
 
-from arena_tf import cli, files
+from arena_tf import cli, files, paused_runs
 from arena_tf.markdown import table
 from arena_tf.training.loop import EXIT_PAUSED, cpu_device
 from arena_tf.training.run_dir import checkpoint_steps
@@ -89,6 +92,7 @@ class Run:
     seed: int
     runs_dir: pathlib.Path
     task: str = None  # the suite's task where it has one
+    paused_dir: pathlib.Path = paused_runs.PAUSED  # where `pack` carries it when unfinished
 
     @property
     def task_name(self):
@@ -115,12 +119,25 @@ class Run:
     def command(self):
         return "python -m arena_tf.train " + " ".join(map(shlex.quote, self.arguments))
 
+    @property
+    def key(self):
+        """(task, mechanism, seed): the run's row in its suite's part of results.json."""
+        return self.task_name, self.mechanism, self.seed
+
+    @property
+    def archive(self):
+        """Where `pack` carries this run while it is unfinished."""
+        return paused_runs.archive_of(self.run_dir, self.runs_dir, self.paused_dir)
+
     def state(self):
-        """'done', 'interrupted' (checkpoints, no results) or 'new'."""
+        """'done', 'interrupted' (checkpoints, no results), 'paused' (no run directory here, its
+        newest checkpoint packed in the repository) or 'new'."""
         if (self.run_dir / "metrics.json").is_file():
             return "done"
         if checkpoint_steps(self.run_dir / "checkpoints"):
             return "interrupted"
+        if self.archive.is_file():
+            return "paused"
         return "new"
 
 
@@ -128,7 +145,7 @@ def load_suite(name, suites_dir=SUITES):
     path = pathlib.Path(suites_dir) / f"{name}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in pathlib.Path(suites_dir).glob("*.yaml"))
-        raise cli.UsageError(f"unknown suite {name!r}", f"one of {', '.join(known)} or report",
+        raise cli.UsageError(f"unknown suite {name!r}", f"one of {', '.join(known)}, report, merge or pack",
                              f"pick a suite, or add {path}")
     raw = yaml.safe_load(path.read_text()) or {}
     fields = {field.name for field in dataclasses.fields(Suite)} - {"name"}
@@ -151,12 +168,13 @@ def chosen(what, asked, available, suite):
     return asked or available
 
 
-def plan(suite, mechanisms=None, seeds=None, runs_dir=RUNS, tasks=None):
+def plan(suite, mechanisms=None, seeds=None, runs_dir=RUNS, tasks=None,
+         paused_dir=paused_runs.PAUSED):
     """The suite's runs (restricted to `mechanisms`, `seeds` and `tasks` when given), in suite
     order."""
     mechanisms = chosen("mechanism", mechanisms, suite.mechanisms, suite)
     tasks = chosen("task", tasks, suite.tasks, suite)
-    return [Run(suite, mechanism, seed, pathlib.Path(runs_dir), task)
+    return [Run(suite, mechanism, seed, pathlib.Path(runs_dir), task, pathlib.Path(paused_dir))
             for task in suite.tasks if task in tasks
             for mechanism in suite.mechanisms if mechanism in mechanisms
             for seed in (seeds if seeds is not None else suite.seeds_of(mechanism))]
@@ -305,17 +323,22 @@ def spread(values):
     return f"{mean:.1f} ± {statistics.stdev(values):.1f} ({len(values)} seeds)"
 
 
-def suite_table(name, rows, suite, task=None):
+def suite_table(name, rows, suite, task=None, paused=None):
     """Per mechanism: ours (mean, spread), the paper's number, chance, and the target's verdict
-    (of `task`, for a suite of several)."""
+    (of `task`, for a suite of several); a mechanism without a row says so, and at which step its
+    carried checkpoint is where `paused` ({mechanism: step}) has one."""
     lines = []
+    paused = paused or {}
     task = task or (suite.tasks[0] if suite else None)
     for mechanism in (suite.mechanisms if suite else sorted({r["mechanism"] for r in rows})):
         done = [r for r in rows if r["mechanism"] == mechanism]
         paper = suite.paper_of(task).get(mechanism) if suite else None
         paper_cell = "" if paper is None else f"{paper:.2f}"
         if not done:
-            lines.append([f"`{mechanism}`", "missing: not run yet", "", "", paper_cell, "", ""])
+            missing = (f"missing: paused at step {paused[mechanism]:,} (carried in "
+                       f"{paused_runs.PAUSED.name}/)" if mechanism in paused else
+                       "missing: not run yet")
+            lines.append([f"`{mechanism}`", missing, "", "", paper_cell, "", ""])
             continue
         accuracies = [100 * r["test_accuracy"] for r in done]
         mean = statistics.fmean(accuracies)
@@ -413,20 +436,28 @@ def attempts_section(rows):
     if not parts:
         return []
     return ["## Attempts: what changed the result\n",
-            "Each task and mechanism trained in more than one suite, its runs side by side with "
-            "the settings in which they differ (taken from each row's command).\n", *parts]
+            ("Each task and mechanism trained in more than one suite, its runs side by side with "
+             "the settings in which they differ (taken from each row's command).\n"), *parts]
 
 
-def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
-    """docs/reproduction.md (and a learning-curve PNG per suite) from results.json alone."""
+def paused_steps(suite, task, paused_dir):
+    """{mechanism: step} of the runs of `task` carried unfinished in `paused_dir`."""
+    carried = [run for run in plan(suite, tasks=[task], paused_dir=paused_dir)
+               if run.archive.is_file()]
+    return {run.mechanism: paused_runs.archived_step(run.archive) for run in carried}
+
+
+def report(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
+    """docs/reproduction.md (and a learning-curve PNG per suite) from results.json alone; a
+    mechanism without a row names the step of its checkpoint carried in `paused_dir`, if any."""
     rows = read_results(results)
     doc = pathlib.Path(doc)
     parts = ["# Reproduction\n",
-             "Generated by `python -m arena_tf.reproduce report` from "
-             f"`{pathlib.Path(results).name}` in `{pathlib.Path(results).parent.name}/`, whose rows "
-             "`python -m arena_tf.reproduce SUITE` writes as each run finishes. Every row holds the "
-             "command that reproduces it, the commit and the device. Mechanisms without a row are "
-             "shown as missing, never estimated.\n"]
+             ("Generated by `python -m arena_tf.reproduce report` from "
+              f"`{pathlib.Path(results).name}` in `{pathlib.Path(results).parent.name}/`, whose "
+              "rows `python -m arena_tf.reproduce SUITE` writes as each run finishes. Every row "
+              "holds the command that reproduces it, the commit and the device. Mechanisms without "
+              "a row are shown as missing, never estimated.\n")]
     files_of_suites = {p.stem for p in pathlib.Path(suites_dir).glob("*.yaml")}
     for name in sorted({r["suite"] for r in rows} | files_of_suites):
         suite = load_suite(name, suites_dir) if name in files_of_suites else None
@@ -438,8 +469,9 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES):
         for task in tasks:
             if len(tasks) > 1:
                 parts.append(f"### {task}\n")
-            parts.append(suite_table(name, [r for r in mine if r["task"] == task], suite, task)
-                         + "\n")
+            paused = paused_steps(suite, task, paused_dir) if suite else {}
+            parts.append(suite_table(name, [r for r in mine if r["task"] == task], suite, task,
+                                     paused) + "\n")
         if mine:
             image = doc.parent / "reproduction" / f"{name}.png"
             image.parent.mkdir(parents=True, exist_ok=True)
@@ -465,22 +497,27 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
     `time_limit` (seconds) the suite stops at a checkpoint once that much time went by (the run
     under way pauses; --resume continues it)."""
     began = time.monotonic()
-    interrupted = [run for run in runs if run.state() == "interrupted"]
+    interrupted = [run for run in runs if run.state() in ("interrupted", "paused")]
     if interrupted and not resume:
         names = ", ".join(str(run.run_dir) for run in interrupted[:3])
         raise cli.UsageError(f"{len(interrupted)} run(s) of {suite.name} were interrupted ({names})",
                              "--resume to continue them from their checkpoints",
-                             "rerun with --resume, or delete those run directories to start over")
-    recorded = {(r["task"], r["mechanism"], r["seed"]) for r in read_results(results)
-                if r["suite"] == suite.name}
+                             "rerun with --resume, or delete those run directories (and their "
+                             f"archives in {paused_runs.PAUSED.name}/) to start over")
+    recorded = recorded_runs(suite, results)
     trained = 0
     for number, run in enumerate(runs, 1):
         state = run.state()
-        if state == "done" and (run.task_name, run.mechanism, run.seed) in recorded:
-            print(f"reproduce: [{number}/{len(runs)}] {run.run_dir} done", flush=True)
+        if state in ("done", "new") and run.key in recorded:  # new: recorded on another machine
+            print(f"reproduce: [{number}/{len(runs)}] {run.run_dir} done"
+                  f"{'' if state == 'done' else ' (recorded in results.json; remove its row to run it again)'}",
+                  flush=True)
             continue
+        if state == "paused":
+            step = paused_runs.unpack(run.archive, run.run_dir)
+            print(f"reproduce: unpacked {run.archive} into {run.run_dir} (step {step})", flush=True)
         if state != "done":
-            print(f"reproduce: [{number}/{len(runs)}] {'resuming' if state == 'interrupted' else 'running'}"
+            print(f"reproduce: [{number}/{len(runs)}] {'running' if state == 'new' else 'resuming'}"
                   f" {run.command}", flush=True)
             limit = [] if time_limit is None else [
                 f"--time_limit={max(0, round(time_limit - (time.monotonic() - began)))}"]
@@ -496,6 +533,7 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
                                    "see its error above; rerun with --resume to continue")
             trained += 1
         record(result_row(run), results)
+        run.archive.unlink(missing_ok=True)  # finished: its row replaces what was carried
         report(results, doc, suites_dir)
         print(f"reproduce: recorded {run.mechanism} seed {run.seed} in {results}; report {doc}",
               flush=True)
@@ -505,9 +543,35 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
     return trained
 
 
-def show_plan(runs):
+def pack_unfinished(runs):
+    """Carry every interrupted run of `runs` in the repository (its archive replaced, unless the
+    archive holds a newer checkpoint) and drop the archives of finished runs; printed per run."""
     for run in runs:
-        print(f"{run.state():12s} {run.command}")
+        state = run.state()
+        if state == "done" and run.archive.is_file():
+            run.archive.unlink()
+            print(f"reproduce: {run.run_dir} finished; removed {run.archive}")
+        if state != "interrupted":
+            continue
+        carried = run.archive.is_file() and paused_runs.archived_step(run.archive)
+        if carried and carried > checkpoint_steps(run.run_dir / "checkpoints")[0]:
+            print(f"reproduce: kept {run.archive} (step {carried}, newer than {run.run_dir}'s)")
+            continue
+        step = paused_runs.pack(run.run_dir, run.archive)
+        print(f"reproduce: packed {run.run_dir} at step {step} into {run.archive}")
+
+
+def recorded_runs(suite, results=RESULTS):
+    """The (task, mechanism, seed) of the suite's rows in results.json."""
+    return {(r["task"], r["mechanism"], r["seed"]) for r in read_results(results)
+            if r["suite"] == suite.name}
+
+
+def show_plan(suite, runs):
+    recorded = recorded_runs(suite)
+    for run in runs:
+        state = run.state()
+        print(f"{'recorded' if state == 'new' and run.key in recorded else state:12s} {run.command}")
 
 
 def numbers(text, what):
@@ -520,7 +584,7 @@ def numbers(text, what):
 
 def parse_args(argv):
     parser = cli.ArgumentParser(prog="python -m arena_tf.reproduce", description=__doc__.splitlines()[0])
-    parser.add_argument("suite", help="a suite of configs/suites/, 'report' or 'merge'")
+    parser.add_argument("suite", help="a suite of configs/suites/, 'report', 'merge' or 'pack'")
     parser.add_argument("files", nargs="*", help="with merge: results.json files to add rows from")
     parser.add_argument("--mechanisms", help="comma-separated subset of the suite's mechanisms")
     parser.add_argument("--seeds", help="comma-separated seeds (default: the suite's)")
@@ -548,12 +612,16 @@ def main(argv=None):
             added = merge(args.files)
             print(f"reproduce: added {added} row(s) to {RESULTS}; wrote {report()}")
             return 0
+        if args.suite == "pack":
+            pack_unfinished([run for path in sorted(SUITES.glob("*.yaml"))
+                             for run in plan(load_suite(path.stem))])
+            return 0
         suite = load_suite(args.suite)
         runs = plan(suite, args.mechanisms and args.mechanisms.split(","),
                     args.seeds and numbers(args.seeds, "seeds"),
                     tasks=args.tasks and args.tasks.split(","))
         if args.list:
-            show_plan(runs)
+            show_plan(suite, runs)
             return 0
         run_suite(suite, runs, args.resume, time_limit=args.time_limit)
         return 0

@@ -256,3 +256,38 @@ def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_p
     assert ours.read_text() == before
     assert reproduce.main(["cpu-listops", str(theirs)]) == 2
     assert_one_error_line(capfd.readouterr().err, "results files are read by `merge` alone")
+
+
+def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trained_again(
+        setting, capfd):
+    """A session ends with a run unfinished and runs/ is not committed: `pack` carries the run's
+    newest checkpoint in the repository; a fresh checkout (no runs/) lists it as paused, shows the
+    step in the report, refuses it without --resume, and with --resume unpacks it and finishes it
+    from that step; the finished run drops its archive, and its recorded row is not trained
+    again in the next fresh checkout."""
+    suite, runs_dir, results, doc, suites = setting
+    paused = runs_dir.parent / "paused"
+    runs = reproduce.plan(suite, ["linear"], runs_dir=runs_dir, paused_dir=paused)
+    assert reproduce.run_suite(suite, runs, False, results, doc, suites, time_limit=0) == 0
+    reproduce.pack_unfinished(runs)
+    archive = paused / "tiny-listops" / "linear-seed0.tar.gz"
+    assert f"packed {runs[0].run_dir} at step 1 into {archive}" in capfd.readouterr().out
+
+    import shutil
+    shutil.rmtree(runs_dir)  # the next session's fresh checkout
+    assert runs[0].state() == "paused"
+    reproduce.report(results, doc, suites, paused)
+    assert "| `linear` | missing: paused at step 1 (carried in paused/) |" in doc.read_text()
+    with pytest.raises(reproduce.cli.UsageError, match="were interrupted"):
+        reproduce.run_suite(suite, runs, False, results, doc, suites)
+    assert reproduce.run_suite(suite, runs, True, results, doc, suites) == 1
+    assert "resumed from" in capfd.readouterr().out
+    (row,) = json.loads(results.read_text())
+    metrics = json.loads((runs[0].run_dir / "metrics.json").read_text())
+    assert row["steps"] == STEPS and metrics["trained_steps"] == STEPS - 1
+    assert not archive.exists()
+
+    shutil.rmtree(runs_dir)  # another fresh checkout: the recorded run is done, not retrained
+    assert reproduce.run_suite(suite, runs, False, results, doc, suites) == 0
+    assert "recorded in results.json" in capfd.readouterr().out
+    assert not runs_dir.exists()

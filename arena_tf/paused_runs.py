@@ -1,0 +1,65 @@
+"""Paused reproduction runs carried in the repository from one machine or session to the next.
+
+A reproduction run takes hours, and the machine that trains it may be gone before it ends (a work
+session stops, a lent GPU goes back, and `runs/` is not committed). `pack` puts an unfinished run's
+newest checkpoint, its config.yaml and its TensorBoard logs into one archive, named after the run
+directory, under docs/reproduction/paused/ (committed beside results.json); `unpack` makes the run
+directory again from it on another checkout, where `--resume` continues from that checkpoint.
+
+    python -m arena_tf.reproduce pack              # every unfinished run under runs/reproduce/
+    python -m arena_tf.reproduce cpu-listops --resume    # unpacks what it finds, then continues
+
+A run that finishes drops its archive: its row is in results.json.
+"""
+
+import pathlib
+import re
+import tarfile
+
+from arena_tf import files
+from arena_tf.training.run_dir import checkpoint_steps
+
+PAUSED = pathlib.Path(__file__).resolve().parent.parent / "docs" / "reproduction" / "paused"
+SUFFIX = ".tar.gz"
+KEPT = ("config.yaml", "train", "validation")  # beside the newest checkpoint
+
+
+def archive_of(run_dir, runs_dir, paused_dir=PAUSED):
+    """docs/reproduction/paused/SUITE/[TASK/]MECHANISM-seedN.tar.gz of a run directory."""
+    relative = pathlib.Path(run_dir).relative_to(runs_dir)
+    return pathlib.Path(paused_dir) / relative.parent / (relative.name + SUFFIX)
+
+
+def archived_step(archive):
+    """The step of the checkpoint an archive holds (None for an archive without one)."""
+    with tarfile.open(archive) as tar:
+        steps = [int(match.group(1)) for name in tar.getnames()
+                 if (match := re.search(r"checkpoints/ckpt-(\d+)\.", name))]
+    return max(steps, default=None)
+
+
+def pack(run_dir, archive):
+    """Write `archive` (atomically) from the newest checkpoint of `run_dir` and its config and
+    logs; the step packed. A run still training may write a newer checkpoint meanwhile: the
+    archive then holds the one that was newest when packing began, complete."""
+    run_dir = pathlib.Path(run_dir)
+    for _ in range(3):  # a checkpoint deleted by the trainer while being read: take the next one
+        (step, *_) = checkpoint_steps(run_dir / "checkpoints")
+        try:
+            with files.atomic_path(archive) as tmp, tarfile.open(tmp, "w:gz") as tar:
+                for name in KEPT:
+                    if (run_dir / name).exists():
+                        tar.add(run_dir / name, arcname=name)
+                for path in sorted((run_dir / "checkpoints").glob(f"ckpt-{step}.*")):
+                    tar.add(path, arcname=f"checkpoints/{path.name}")
+            return step
+        except FileNotFoundError:
+            continue
+    raise RuntimeError(f"{run_dir}: its checkpoints kept changing while being packed")
+
+
+def unpack(archive, run_dir):
+    """Make `run_dir` from `archive` (atomically, the directory must not exist); its step."""
+    with files.atomic_path(run_dir) as tmp, tarfile.open(archive) as tar:
+        tar.extractall(tmp, filter="data")
+    return checkpoint_steps(pathlib.Path(run_dir) / "checkpoints")[0]

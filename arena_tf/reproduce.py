@@ -31,7 +31,7 @@ import time
 
 import yaml
 
-from arena_tf import cli, files, paused_runs
+from arena_tf import cli, files, paused_runs, reruns
 from arena_tf.markdown import table
 from arena_tf.training.loop import EXIT_PAUSED, cpu_device
 from arena_tf.training.run_dir import checkpoint_steps
@@ -145,7 +145,8 @@ def load_suite(name, suites_dir=SUITES):
     path = pathlib.Path(suites_dir) / f"{name}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in pathlib.Path(suites_dir).glob("*.yaml"))
-        raise cli.UsageError(f"unknown suite {name!r}", f"one of {', '.join(known)}, report, merge or pack",
+        raise cli.UsageError(f"unknown suite {name!r}",
+                             f"one of {', '.join(known)}, report, merge or pack",
                              f"pick a suite, or add {path}")
     raw = yaml.safe_load(path.read_text()) or {}
     fields = {field.name for field in dataclasses.fields(Suite)} - {"name"}
@@ -283,10 +284,15 @@ def record_all(new_rows, path=RESULTS):
     return rows
 
 
+def without_reruns(row):
+    return {name: value for name, value in row.items() if name != "reruns"}
+
+
 def merge(paths, results=RESULTS):
-    """Record the rows of other results.json files (a lent machine's copies) that ours lacks; the
-    number added. A row that differs from ours under the same suite, task, mechanism and seed is
-    refused in one line before anything is written, never overwritten."""
+    """Record the rows of other results.json files (a lent machine's copies) that ours lacks, and
+    the re-runs of our rows that ours lacks; the number of rows added or given re-runs. A row that
+    differs from ours (re-runs aside) under the same suite, task, mechanism and seed is refused in
+    one line before anything is written, never overwritten."""
     ours = {row_key(r): r for r in read_results(results)}
     new = {}
     for path in paths:
@@ -301,12 +307,18 @@ def merge(paths, results=RESULTS):
                                  "name the results-N.json files a lent machine brought back") \
                 from None
         for name, row in rows.items():
-            if ours.get(name, new.get(name, row)) != row:
-                raise cli.UsageError(f"{path} has another result for {'/'.join(map(str, name))}",
-                                     "rows that results.json lacks or holds unchanged",
-                                     "remove the older row from one of the files, then merge")
-            if name not in ours:
+            known = new.get(name, ours.get(name))
+            if known is None:
                 new[name] = row
+                continue
+            if without_reruns(known) != without_reruns(row):
+                raise cli.UsageError(f"{path} has another result for {'/'.join(map(str, name))}",
+                                     "rows that results.json lacks or holds unchanged (re-runs "
+                                     "aside)",
+                                     "remove the older row from one of the files, then merge")
+            extra = [e for e in row.get("reruns", ()) if e not in known.get("reruns", ())]
+            if extra:
+                new[name] = {**known, "reruns": [*known.get("reruns", ()), *extra]}
     if new:
         record_all(new.values(), results)
     return len(new)
@@ -440,6 +452,21 @@ def attempts_section(rows):
              "the settings in which they differ (taken from each row's command).\n"), *parts]
 
 
+def runs_table(rows):
+    """One line per run: its numbers, where it ran, its command, and (once any row of the suite has
+    one) its re-runs with their differences."""
+    with_reruns = any(r.get("reruns") for r in rows)
+    header = ["mechanism", "seed", "test %", "steps", "train time", "device, backend", "commit",
+              "command"]
+    if with_reruns:
+        header.append("re-runs: test % (points from the row, device)")
+    return table(header, [[r["mechanism"], r["seed"], f"{100 * r['test_accuracy']:.2f}",
+                           r["steps"], time_cell(r),
+                           ", ".join(filter(None, (r["device"], r.get("backend")))),
+                           r["git_commit"], f"`{command_of(r)}`",
+                           *([reruns.cell(r)] if with_reruns else [])] for r in rows])
+
+
 def paused_steps(suite, task, paused_dir):
     """{mechanism: step} of the runs of `task` carried unfinished in `paused_dir`."""
     carried = [run for run in plan(suite, tasks=[task], paused_dir=paused_dir)
@@ -477,12 +504,7 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_run
             image.parent.mkdir(parents=True, exist_ok=True)
             plot_curves(name, mine, image)
             parts.append(f"![{name} learning curves](reproduction/{image.name})\n")
-            parts.append(table(["mechanism", "seed", "test %", "steps", "train time",
-                                "device, backend", "commit", "command"],
-                               [[r["mechanism"], r["seed"], f"{100 * r['test_accuracy']:.2f}",
-                                 r["steps"], time_cell(r),
-                                 ", ".join(filter(None, (r["device"], r.get("backend")))),
-                                 r["git_commit"], f"`{command_of(r)}`"] for r in mine]) + "\n")
+            parts.append(runs_table(mine) + "\n")
     parts.extend(attempts_section(rows))
     files.write_text(doc, "\n".join(parts))
     return doc
@@ -509,9 +531,9 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
     for number, run in enumerate(runs, 1):
         state = run.state()
         if state in ("done", "new") and run.key in recorded:  # new: recorded on another machine
-            print(f"reproduce: [{number}/{len(runs)}] {run.run_dir} done"
-                  f"{'' if state == 'done' else ' (recorded in results.json; remove its row to run it again)'}",
-                  flush=True)
+            elsewhere = "" if state == "done" else (
+                " (recorded in results.json; remove its row to run it again)")
+            print(f"reproduce: [{number}/{len(runs)}] {run.run_dir} done{elsewhere}", flush=True)
             continue
         if state == "paused":
             step = paused_runs.unpack(run.archive, run.run_dir)
@@ -519,18 +541,8 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
         if state != "done":
             print(f"reproduce: [{number}/{len(runs)}] {'running' if state == 'new' else 'resuming'}"
                   f" {run.command}", flush=True)
-            limit = [] if time_limit is None else [
-                f"--time_limit={max(0, round(time_limit - (time.monotonic() - began)))}"]
-            status = subprocess.call([sys.executable, "-m", "arena_tf.train", *run.arguments,
-                                      *limit])
-            if status == EXIT_PAUSED:
-                print(f"reproduce: paused {run.run_dir} at the time limit; rerun with --resume "
-                      "to continue it", flush=True)
+            if not train(run.arguments, run.run_dir, time_left(time_limit, began)):
                 return trained
-            if status:
-                raise cli.RunError(f"run {run.run_dir} stopped with exit status {status}",
-                                   "every run of the suite to finish",
-                                   "see its error above; rerun with --resume to continue")
             trained += 1
         record(result_row(run), results)
         run.archive.unlink(missing_ok=True)  # finished: its row replaces what was carried
@@ -541,6 +553,59 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
             print("reproduce: time limit reached; rerun with --resume to go on", flush=True)
             return trained
     return trained
+
+
+def time_left(time_limit, began):
+    """Seconds of `time_limit` left since `began` (None: no limit)."""
+    return None if time_limit is None else max(0, round(time_limit - (time.monotonic() - began)))
+
+
+def train(arguments, run_dir, time_limit=None, environment=None, again="--resume"):
+    """One `python -m arena_tf.train` run in a child process: True when it finished, False when it
+    paused at `time_limit` (`again` continues it); a failure stops the suite in one line."""
+    limit = [] if time_limit is None else [f"--time_limit={time_limit}"]
+    status = subprocess.call([sys.executable, "-m", "arena_tf.train", *arguments, *limit],
+                             env={**os.environ, **(environment or {})})
+    if status == EXIT_PAUSED:
+        print(f"reproduce: paused {run_dir} at the time limit; rerun with {again} to continue it",
+              flush=True)
+        return False
+    if status:
+        raise cli.RunError(f"run {run_dir} stopped with exit status {status}",
+                           "every run of the suite to finish",
+                           f"see its error above; rerun with {again} to continue")
+    return True
+
+
+def rerun_rows(suite, runs, results=RESULTS, doc=REPORT, suites_dir=SUITES, time_limit=None,
+               reruns_dir=reruns.RERUNS):
+    """Re-run the recorded rows of `runs` with their own commands (continuing a re-run directory
+    left unfinished) and add each finished re-run to its row's `reruns`; the number added."""
+    began, added = time.monotonic(), 0
+    rows = {row_key(r): r for r in read_results(results)}
+    for run in runs:
+        row = rows.get((suite.name, *run.key))
+        if row is None:
+            print(f"reproduce: {run.mechanism} seed {run.seed} has no row to re-run", flush=True)
+            continue
+        run_dir = reruns.run_dir_of(row, reruns_dir)
+        environment, arguments = reruns.command_of(row, run_dir)
+        if not (run_dir / "metrics.json").is_file():
+            print(f"reproduce: re-running {row['command']} in {run_dir}", flush=True)
+            if not train(arguments, run_dir, time_left(time_limit, began), environment, "--rerun"):
+                break
+        metrics = reruns.finished(run_dir)
+        if metrics is not None:
+            entry = reruns.entry(metrics, cpu_device(), git_commit(),
+                                 datetime.date.today().isoformat())
+            record({**row, "reruns": [*row.get("reruns", ()), entry]}, results)
+            (run_dir / reruns.RECORDED).touch()
+            report(results, doc, suites_dir)
+            added += 1
+            print(f"reproduce: re-run of {run.mechanism} seed {run.seed}: "
+                  f"{100 * entry['test_accuracy']:.2f}% against {100 * row['test_accuracy']:.2f}% "
+                  f"({reruns.difference(row, entry):+.2f} points)", flush=True)
+    return added
 
 
 def pack_unfinished(runs):
@@ -571,7 +636,8 @@ def show_plan(suite, runs):
     recorded = recorded_runs(suite)
     for run in runs:
         state = run.state()
-        print(f"{'recorded' if state == 'new' and run.key in recorded else state:12s} {run.command}")
+        shown = "recorded" if state == "new" and run.key in recorded else state
+        print(f"{shown:12s} {run.command}")
 
 
 def numbers(text, what):
@@ -591,6 +657,9 @@ def parse_args(argv):
     parser.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
     parser.add_argument("--resume", action="store_true", help="continue interrupted runs")
     parser.add_argument("--list", action="store_true", help="show each run's state; train nothing")
+    parser.add_argument("--rerun", action="store_true",
+                        help="re-run recorded rows with their own commands (runs/rerun/) and add "
+                             "each result to its row's reruns")
     parser.add_argument("--time_limit", type=int, metavar="SECONDS",
                         help="stop at a checkpoint after this many seconds (e.g. a lent "
                              "machine's ten-minute command); --resume goes on")
@@ -622,6 +691,9 @@ def main(argv=None):
                     tasks=args.tasks and args.tasks.split(","))
         if args.list:
             show_plan(suite, runs)
+            return 0
+        if args.rerun:
+            rerun_rows(suite, runs, time_limit=args.time_limit)
             return 0
         run_suite(suite, runs, args.resume, time_limit=args.time_limit)
         return 0

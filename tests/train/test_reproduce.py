@@ -2,13 +2,15 @@
 without --resume and continues it with it, records every finished run in results.json, and the
 report is regenerated from results.json alone."""
 
+import dataclasses
 import json
 import shlex
+import shutil
 
 import pytest
 import yaml
 
-from arena_tf import reproduce
+from arena_tf import reproduce, reruns
 from arena_tf.training.events import read_scalars
 from tests.one_line import assert_one_error_line
 from tests.train.conftest import TINY, loop
@@ -273,7 +275,6 @@ def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trai
     archive = paused / "tiny-listops" / "linear-seed0.tar.gz"
     assert f"packed {runs[0].run_dir} at step 1 into {archive}" in capfd.readouterr().out
 
-    import shutil
     shutil.rmtree(runs_dir)  # the next session's fresh checkout
     assert runs[0].state() == "paused"
     reproduce.report(results, doc, suites, paused)
@@ -291,3 +292,39 @@ def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trai
     assert reproduce.run_suite(suite, runs, False, results, doc, suites) == 0
     assert "recorded in results.json" in capfd.readouterr().out
     assert not runs_dir.exists()
+
+
+def test_a_rerun_takes_the_rows_own_command_and_is_reported_beside_it(setting, capfd):
+    """--rerun runs a recorded row's stored command again (not the suite's current settings) in a
+    directory of its own, adds the result to the row's re-runs once, and the report shows it with
+    its difference from the row; more than 3 points away is flagged."""
+    suite, runs_dir, results, doc, suites = setting
+    assert run_suite(setting, ["linear"]) == 1
+    (row,) = json.loads(results.read_text())
+    edited = dataclasses.replace(suite, overrides=(*suite.overrides, "train.learning_rate=0.5"))
+    runs = reproduce.plan(edited, ["linear"], runs_dir=runs_dir)
+    reruns_dir = runs_dir.parent / "reruns"
+    assert reproduce.rerun_rows(edited, runs, results, doc, suites, reruns_dir=reruns_dir) == 1
+    rerun_dir = reruns_dir / "tiny-listops" / "listops" / "linear-seed0"
+    assert "learning_rate: 0.003" in (rerun_dir / "config.yaml").read_text()  # the row's, not 0.5
+    (rerun,) = json.loads(results.read_text())[0]["reruns"]
+    assert rerun["steps"] == STEPS and rerun["device"] and rerun["git_commit"]
+    points = 100 * (rerun["test_accuracy"] - row["test_accuracy"])
+    assert f"{100 * rerun['test_accuracy']:.2f} ({points:+.2f}, " in doc.read_text()
+    assert f"({points:+.2f} points)" in capfd.readouterr().out
+    assert reproduce.rerun_rows(edited, runs, results, doc, suites, reruns_dir=reruns_dir) == 0
+    assert len(json.loads(results.read_text())[0]["reruns"]) == 1
+
+    far = {**row, "reruns": [{**rerun, "test_accuracy": row["test_accuracy"] + 0.031}]}
+    assert "(+3.10, " in reruns.cell(far) and "more than 3 points away" in reruns.cell(far)
+    assert "more than" not in reruns.cell({**far, "reruns": [rerun]})
+
+
+def test_merge_adds_the_reruns_another_machine_made_of_our_rows(tmp_path):
+    ours, theirs = tmp_path / "results.json", tmp_path / "results-1.json"
+    ours.write_text(json.dumps([result("linear", 0.36)]))
+    rerun = {"test_accuracy": 0.35, "device": "NVIDIA H200 x1", "backend": "jax"}
+    theirs.write_text(json.dumps([{**result("linear", 0.36), "reruns": [rerun]}]))
+    assert reproduce.merge([theirs], ours) == 1
+    assert reproduce.merge([theirs], ours) == 0
+    assert json.loads(ours.read_text())[0]["reruns"] == [rerun]

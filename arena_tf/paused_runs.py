@@ -9,7 +9,9 @@ directory again from it on another checkout, where `--resume` continues from tha
     python -m arena_tf.reproduce pack              # every unfinished run under runs/reproduce/
     python -m arena_tf.reproduce cpu-listops --resume    # unpacks what it finds, then continues
 
-A run that finishes drops its archive: its row is in results.json.
+A run that finishes drops its archive: its row is in results.json. A checkpoint continues under
+the Keras backend that wrote it (TensorFlow's here, JAX's on a lent GPU); under the other backend
+the run starts again, and `pack` keeps whichever of the two went further.
 """
 
 import pathlib
@@ -17,11 +19,12 @@ import re
 import tarfile
 
 from arena_tf import files
-from arena_tf.training.run_dir import checkpoint_steps
+from arena_tf.training.run_dir import CHECKPOINT_FORMATS, checkpoint_steps
 
 PAUSED = pathlib.Path(__file__).resolve().parent.parent / "docs" / "reproduction" / "paused"
 SUFFIX = ".tar.gz"
 KEPT = ("config.yaml", "train", "validation")  # beside the newest checkpoint
+MAX_MB = 24  # larger archives are not kept in the repository (the LRA models' runs start again)
 
 
 def archive_of(run_dir, runs_dir, paused_dir=PAUSED):
@@ -30,12 +33,17 @@ def archive_of(run_dir, runs_dir, paused_dir=PAUSED):
     return pathlib.Path(paused_dir) / relative.parent / (relative.name + SUFFIX)
 
 
-def archived_step(archive):
-    """The step of the checkpoint an archive holds (None for an archive without one)."""
+def archived(archive):
+    """(step, backend) of the checkpoint an archive holds ((None, None) without one): a run
+    continues only under the backend that wrote its checkpoint."""
     with tarfile.open(archive) as tar:
-        steps = [int(match.group(1)) for name in tar.getnames()
-                 if (match := re.search(r"checkpoints/ckpt-(\d+)\.", name))]
-    return max(steps, default=None)
+        names = tar.getnames()
+    for backend, suffix in CHECKPOINT_FORMATS.items():
+        steps = [int(match.group(1)) for name in names
+                 if (match := re.fullmatch(rf"checkpoints/ckpt-(\d+){re.escape(suffix)}", name))]
+        if steps:
+            return max(steps), backend
+    return None, None
 
 
 def pack(run_dir, archive):

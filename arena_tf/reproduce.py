@@ -4,7 +4,7 @@
     python -m arena_tf.reproduce cpu-listops --list      # what is done, interrupted, to run
     python -m arena_tf.reproduce report                  # docs/reproduction.md from results.json
     python -m arena_tf.reproduce merge FILE [FILE ...]   # add the rows another machine recorded
-    python -m arena_tf.reproduce pack                    # carry unfinished runs in the repository
+    python -m arena_tf.reproduce pack [SUITE ...]        # carry unfinished runs in the repository
 
 A suite is a small YAML file in configs/suites/ (task, preset, mechanisms, seeds, the paper's
 numbers), not code. Each run is one `python -m arena_tf.train` command with its own run directory
@@ -131,14 +131,21 @@ class Run:
 
     def state(self):
         """'done', 'interrupted' (checkpoints, no results), 'paused' (no run directory here, its
-        newest checkpoint packed in the repository) or 'new'."""
+        newest checkpoint packed in the repository by this Keras backend) or 'new'."""
         if (self.run_dir / "metrics.json").is_file():
             return "done"
         if checkpoint_steps(self.run_dir / "checkpoints"):
             return "interrupted"
-        if self.archive.is_file():
+        if self.archive.is_file() and paused_runs.archived(self.archive)[1] == keras_backend():
             return "paused"
         return "new"
+
+
+def keras_backend():
+    """The backend the suite's train commands run under (they inherit this environment)."""
+    import keras
+
+    return keras.backend.backend()
 
 
 def load_suite(name, suites_dir=SUITES):
@@ -471,7 +478,7 @@ def paused_steps(suite, task, paused_dir):
     """{mechanism: step} of the runs of `task` carried unfinished in `paused_dir`."""
     carried = [run for run in plan(suite, tasks=[task], paused_dir=paused_dir)
                if run.archive.is_file()]
-    return {run.mechanism: paused_runs.archived_step(run.archive) for run in carried}
+    return {run.mechanism: paused_runs.archived(run.archive)[0] for run in carried}
 
 
 def report(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
@@ -519,18 +526,19 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
     `time_limit` (seconds) the suite stops at a checkpoint once that much time went by (the run
     under way pauses; --resume continues it)."""
     began = time.monotonic()
-    interrupted = [run for run in runs if run.state() in ("interrupted", "paused")]
+    recorded = recorded_runs(suite, results)
+    interrupted = [run for run in runs if run.state() == "interrupted"
+                   or (run.state() == "paused" and run.key not in recorded)]
     if interrupted and not resume:
         names = ", ".join(str(run.run_dir) for run in interrupted[:3])
         raise cli.UsageError(f"{len(interrupted)} run(s) of {suite.name} were interrupted ({names})",
                              "--resume to continue them from their checkpoints",
                              "rerun with --resume, or delete those run directories (and their "
                              f"archives in {paused_runs.PAUSED.name}/) to start over")
-    recorded = recorded_runs(suite, results)
     trained = 0
     for number, run in enumerate(runs, 1):
         state = run.state()
-        if state in ("done", "new") and run.key in recorded:  # new: recorded on another machine
+        if state != "interrupted" and run.key in recorded:  # else: recorded on another machine
             elsewhere = "" if state == "done" else (
                 " (recorded in results.json; remove its row to run it again)")
             print(f"reproduce: [{number}/{len(runs)}] {run.run_dir} done{elsewhere}", flush=True)
@@ -538,6 +546,10 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
         if state == "paused":
             step = paused_runs.unpack(run.archive, run.run_dir)
             print(f"reproduce: unpacked {run.archive} into {run.run_dir} (step {step})", flush=True)
+        elif state == "new" and run.archive.is_file():
+            step, backend = paused_runs.archived(run.archive)
+            print(f"reproduce: {run.archive} (step {step}) was written under {backend}; the run "
+                  f"starts again under {keras_backend()}", flush=True)
         if state != "done":
             print(f"reproduce: [{number}/{len(runs)}] {'running' if state == 'new' else 'resuming'}"
                   f" {run.command}", flush=True)
@@ -608,21 +620,30 @@ def rerun_rows(suite, runs, results=RESULTS, doc=REPORT, suites_dir=SUITES, time
     return added
 
 
-def pack_unfinished(runs):
+def pack_unfinished(runs, results=RESULTS):
     """Carry every interrupted run of `runs` in the repository (its archive replaced, unless the
-    archive holds a newer checkpoint) and drop the archives of finished runs; printed per run."""
+    archive holds a checkpoint further on) and drop the archives of recorded runs; printed per
+    run."""
+    recorded = {row_key(r) for r in read_results(results)}
     for run in runs:
-        state = run.state()
-        if state == "done" and run.archive.is_file():
-            run.archive.unlink()
-            print(f"reproduce: {run.run_dir} finished; removed {run.archive}")
-        if state != "interrupted":
+        if (run.suite.name, *run.key) in recorded:
+            if run.archive.is_file():
+                run.archive.unlink()
+                print(f"reproduce: {run.run_dir} is recorded; removed {run.archive}")
             continue
-        carried = run.archive.is_file() and paused_runs.archived_step(run.archive)
+        if run.state() != "interrupted":
+            continue
+        carried, _ = paused_runs.archived(run.archive) if run.archive.is_file() else (None, None)
         if carried and carried > checkpoint_steps(run.run_dir / "checkpoints")[0]:
-            print(f"reproduce: kept {run.archive} (step {carried}, newer than {run.run_dir}'s)")
+            print(f"reproduce: kept {run.archive} (step {carried}, further than {run.run_dir})")
             continue
         step = paused_runs.pack(run.run_dir, run.archive)
+        megabytes = run.archive.stat().st_size / 2**20
+        if megabytes > paused_runs.MAX_MB:
+            run.archive.unlink()
+            print(f"reproduce: not carried: {run.run_dir} at step {step} packs into "
+                  f"{megabytes:.0f} MB, over {paused_runs.MAX_MB} MB")
+            continue
         print(f"reproduce: packed {run.run_dir} at step {step} into {run.archive}")
 
 
@@ -651,7 +672,8 @@ def numbers(text, what):
 def parse_args(argv):
     parser = cli.ArgumentParser(prog="python -m arena_tf.reproduce", description=__doc__.splitlines()[0])
     parser.add_argument("suite", help="a suite of configs/suites/, 'report', 'merge' or 'pack'")
-    parser.add_argument("files", nargs="*", help="with merge: results.json files to add rows from")
+    parser.add_argument("files", nargs="*", help="with merge: results.json files to add rows "
+                                                 "from; with pack: the suites (default: all)")
     parser.add_argument("--mechanisms", help="comma-separated subset of the suite's mechanisms")
     parser.add_argument("--seeds", help="comma-separated seeds (default: the suite's)")
     parser.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
@@ -673,6 +695,10 @@ def main(argv=None):
         if args.suite == "report":
             print(f"reproduce: wrote {report()}")
             return 0
+        if args.suite == "pack":
+            names = args.files or [path.stem for path in sorted(SUITES.glob("*.yaml"))]
+            pack_unfinished([run for name in names for run in plan(load_suite(name))])
+            return 0
         if args.suite == "merge" or args.files:
             if args.suite != "merge" or not args.files:
                 raise cli.UsageError("results files are read by `merge` alone",
@@ -680,10 +706,6 @@ def main(argv=None):
                                      "name the files after merge, or drop them")
             added = merge(args.files)
             print(f"reproduce: added {added} row(s) to {RESULTS}; wrote {report()}")
-            return 0
-        if args.suite == "pack":
-            pack_unfinished([run for path in sorted(SUITES.glob("*.yaml"))
-                             for run in plan(load_suite(path.stem))])
             return 0
         suite = load_suite(args.suite)
         runs = plan(suite, args.mechanisms and args.mechanisms.split(","),

@@ -4,30 +4,31 @@
 # produced is copied to $OUT.
 #
 #   here:  tools/device_wheels.sh                                  (once: .whl/, about 10 MiB)
-#   device run, carry [".whl", "runs/device"], timeout_s 600:
+#   device run, carry [".whl"], timeout_s 600:
 #          ARENA_TF_COMMIT=<git rev-parse --short=12 HEAD here> tools/device_round_trip.sh \
 #              lra:listops:linformer,linear cpu-pathfinder::full,linformer,s4d
 #   here:  python -m arena_tf.reproduce merge <files_at>/results-*.json
-#          rm -rf runs/device && tar -xzf <files_at>/runs.tar.gz    (the paused runs, see below)
+#          for each job's SUITE: rm -rf docs/reproduction/paused/SUITE and copy
+#          <files_at>/paused/SUITE there, if it came back       (the paused runs, see below)
 #          git add docs/reproduction* && git commit
 #
 # A job is SUITE:TASKS:MECHANISMS (TASKS empty: the suite's own); its mechanisms run one after the
 # other in the order given, so the cheap ones land first in a short lease. Give each suite to one
-# job only: a job works in its suite's own copy of the tree (its results.json and run directories;
-# data/ is shared, the ListOps set generated once before the jobs start), made at the suite's first
-# call on this machine, and brings back results-<job number>.json. Every run pauses at a checkpoint
-# when TRAIN_SECONDS (default 420) have gone by since the jobs started; the copies stay while the
+# job only, and do not train the same run here meanwhile (merge refuses two rows for one run): a
+# job works in its suite's own copy of the tree (its results.json and run directories; data/ is
+# shared, the ListOps set generated once before the jobs start), made at the suite's first call on
+# this machine, and brings back results-<job number>.json. Every run pauses at a checkpoint when
+# TRAIN_SECONDS (default 420) have gone by since the jobs started; the copies stay while the
 # machine is warm, so a later call for the same suite goes on where this one paused (with the code
-# of the first call). A run paused with a newest checkpoint (with its config and logs) of at most
-# CARRY_MB (default 24) comes back in $OUT/runs.tar.gz, the whole new state of runs/device/SUITE/
-# (runs carried in and neither finished nor run again stay in it): replace runs/device with it here
-# and carry "runs/device" beside ".whl" in a later call, on a cold machine too, and the run goes on
-# from that checkpoint; a larger one (the LRA ListOps models) starts again from step 0 on a cold
-# machine. Jobs share the GPU: on an H200 the lra ListOps linformer run went at 7 steps/s beside
-# two small-model jobs and 14 alone (docs/reproduction/device/). Generated tasks
-# (listops, pathfinder, pathx) work without TensorFlow, the TFDS ones do not. BENCHMARK_SECONDS
-# (default 0: none) bounds a layer benchmark under JAX (BENCHMARK_ARGS, default the jax_dpa peer
-# beside full and linformer) after the jobs.
+# of the first call). Runs go on across machines as on CPU (arena_tf/paused_runs.py): the copy
+# holds docs/reproduction/paused/ as committed here, `--resume` unpacks the archives written under
+# JAX (one written under TensorFlow starts again), and `reproduce pack SUITE` at the end packs every
+# run left unfinished (archives over 24 MB are not kept: the LRA ListOps models start again) into
+# $OUT/paused/SUITE, the suite's whole new state of docs/reproduction/paused/SUITE. Jobs share the
+# GPU: on an H200 the lra ListOps linformer run went at 7 steps/s beside two small-model jobs and
+# 14 alone (docs/reproduction/device/). Generated tasks (listops, pathfinder, pathx) work without
+# TensorFlow, the TFDS ones do not. BENCHMARK_SECONDS (default 0: none) bounds a layer benchmark
+# under JAX (BENCHMARK_ARGS, default the jax_dpa peer beside full and linformer) after the jobs.
 set -uo pipefail
 OUT=${OUT:-/tmp/arena_tf_out}
 ROOT=$PWD
@@ -58,9 +59,6 @@ run_job() {  # number, SUITE:TASKS:MECHANISMS; runs in its suite's own copy of t
     if [ ! -d "$copy" ]; then
         mkdir -p "$copy" && cp -a arena_tf configs docs setup.py "$copy"/ \
             && ln -s "$ROOT/data" "$copy/data" || return 1
-        if [ -d "$ROOT/runs/device/$suite" ]; then  # paused runs carried from an earlier call
-            mkdir -p "$copy/runs/reproduce" && cp -a "$ROOT/runs/device/$suite" "$copy/runs/reproduce/"
-        fi
     fi
     cd "$copy" || return 1
     export PYTHONPATH=$copy:${PYTHONPATH:-}
@@ -74,6 +72,11 @@ run_job() {  # number, SUITE:TASKS:MECHANISMS; runs in its suite's own copy of t
     done
     python3 -m arena_tf.reproduce "$suite" ${tasks:+--tasks "$tasks"} --list
     cp docs/reproduction/results.json "$OUT/results-$number.json"
+    python3 -m arena_tf.reproduce pack "$suite" 2>&1
+    mkdir -p "$OUT/paused" && rm -rf "${OUT:?}/paused/$suite"
+    if [ -d "docs/reproduction/paused/$suite" ]; then
+        cp -a "docs/reproduction/paused/$suite" "$OUT/paused/"
+    fi
 }
 
 number=0
@@ -86,32 +89,6 @@ for log in /tmp/arena_tf_jobs/job-*.log; do
     echo "== $log"; grep -v "steps/s, ETA" "$log" | tail -n 20; grep "steps/s, ETA" "$log" | tail -n 1
 done
 (cd /tmp/arena_tf_jobs && tar -czf "$OUT/logs.tar.gz" job-*.log)
-
-pack_paused() {  # runs/device/ as it now stands: every paused run small enough to carry on
-    local staging=/tmp/arena_tf_carry checkpoints run relative newest
-    rm -rf "$staging" && mkdir -p "$staging/runs/device"
-    [ -d "$ROOT/runs/device" ] && cp -a "$ROOT/runs/device/." "$staging/runs/device/"
-    while IFS= read -r checkpoints; do
-        run=${checkpoints%/checkpoints}
-        relative=${run#/tmp/arena_tf_jobs/*/runs/reproduce/}
-        rm -rf "${staging:?}/runs/device/$relative"
-        [ -f "$run/metrics.json" ] && continue  # finished: its row is in results-N.json
-        newest=$(ls "$checkpoints" | grep -E '^ckpt-[0-9]+' | sort -t- -k2 -n | tail -n 1)
-        [ -n "$newest" ] || continue
-        mkdir -p "$staging/runs/device/$relative/checkpoints"
-        cp -a "$run/config.yaml" "$run/train" "$run/validation" "$staging/runs/device/$relative/"
-        cp -a "$checkpoints/$newest" "$staging/runs/device/$relative/checkpoints/"
-        if [ "$(du -sm "$staging/runs/device/$relative" | cut -f1)" -gt "${CARRY_MB:-24}" ]; then
-            echo "not carried (over ${CARRY_MB:-24} MB): $relative"
-            rm -rf "${staging:?}/runs/device/$relative"
-        else
-            echo "carried back, paused at $newest: $relative"
-        fi
-    done < <(find /tmp/arena_tf_jobs -path '*/runs/reproduce/*' -type d -name checkpoints)
-    find "$staging/runs/device" -mindepth 1 -type d -empty -delete  # suites left with no run
-    tar -czf "$OUT/runs.tar.gz" -C "$staging" runs
-}
-pack_paused
 
 if [ "${BENCHMARK_SECONDS:-0}" -gt 0 ]; then
     # shellcheck disable=SC2086

@@ -261,7 +261,7 @@ def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_p
 
 
 def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trained_again(
-        setting, capfd):
+        setting, capfd, monkeypatch):
     """A session ends with a run unfinished and runs/ is not committed: `pack` carries the run's
     newest checkpoint in the repository; a fresh checkout (no runs/) lists it as paused, shows the
     step in the report, refuses it without --resume, and with --resume unpacks it and finishes it
@@ -271,12 +271,22 @@ def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trai
     paused = runs_dir.parent / "paused"
     runs = reproduce.plan(suite, ["linear"], runs_dir=runs_dir, paused_dir=paused)
     assert reproduce.run_suite(suite, runs, False, results, doc, suites, time_limit=0) == 0
-    reproduce.pack_unfinished(runs)
+    reproduce.pack_unfinished(runs, results)
     archive = paused / "tiny-listops" / "linear-seed0.tar.gz"
     assert f"packed {runs[0].run_dir} at step 1 into {archive}" in capfd.readouterr().out
+    assert reproduce.paused_runs.archived(archive) == (1, "tensorflow")
+    carried = archive.read_bytes()
+    monkeypatch.setattr(reproduce.paused_runs, "MAX_MB", 0)  # too large to keep in git
+    archive.rename(archive.with_suffix(".kept"))
+    reproduce.pack_unfinished(runs, results)
+    assert "not carried" in capfd.readouterr().out and not archive.exists()
+    archive.with_suffix(".kept").rename(archive)
 
     shutil.rmtree(runs_dir)  # the next session's fresh checkout
     assert runs[0].state() == "paused"
+    monkeypatch.setattr(reproduce, "keras_backend", lambda: "jax")  # another backend: starts over
+    assert runs[0].state() == "new"
+    monkeypatch.undo()
     reproduce.report(results, doc, suites, paused)
     assert "| `linear` | missing: paused at step 1 (carried in paused/) |" in doc.read_text()
     with pytest.raises(reproduce.cli.UsageError, match="were interrupted"):
@@ -289,9 +299,12 @@ def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trai
     assert not archive.exists()
 
     shutil.rmtree(runs_dir)  # another fresh checkout: the recorded run is done, not retrained
+    archive.write_bytes(carried)  # as if another machine had carried it meanwhile
     assert reproduce.run_suite(suite, runs, False, results, doc, suites) == 0
     assert "recorded in results.json" in capfd.readouterr().out
     assert not runs_dir.exists()
+    reproduce.pack_unfinished(runs, results)  # a recorded run's carried checkpoint is dropped
+    assert not archive.exists()
 
 
 def test_a_rerun_takes_the_rows_own_command_and_is_reported_beside_it(setting, capfd):

@@ -607,7 +607,9 @@ def rerun_rows(suite, runs, results=RESULTS, doc=REPORT, suites_dir=SUITES, time
             if not train(arguments, run_dir, time_left(time_limit, began), environment, "--rerun"):
                 break
         metrics = reruns.finished(run_dir)
-        if metrics is not None:
+        if metrics is None:
+            print(f"reproduce: the re-run in {run_dir} is recorded already", flush=True)
+        else:
             entry = reruns.entry(metrics, cpu_device(), git_commit(),
                                  datetime.date.today().isoformat())
             record({**row, "reruns": [*row.get("reruns", ()), entry]}, results)

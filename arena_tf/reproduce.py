@@ -624,8 +624,8 @@ def rerun_rows(suite, runs, results=RESULTS, doc=REPORT, suites_dir=SUITES, time
 
 def pack_unfinished(runs, results=RESULTS):
     """Carry every interrupted run of `runs` in the repository (its archive replaced, unless the
-    archive holds a checkpoint further on) and drop the archives of recorded runs; printed per
-    run."""
+    archive holds a checkpoint as far on: an unchanged run is not packed again) and drop the
+    archives of recorded runs; printed per run."""
     recorded = {row_key(r) for r in read_results(results)}
     for run in runs:
         if (run.suite.name, *run.key) in recorded:
@@ -636,8 +636,8 @@ def pack_unfinished(runs, results=RESULTS):
         if run.state() != "interrupted":
             continue
         carried, _ = paused_runs.archived(run.archive) if run.archive.is_file() else (None, None)
-        if carried and carried > checkpoint_steps(run.run_dir / "checkpoints")[0]:
-            print(f"reproduce: kept {run.archive} (step {carried}, further than {run.run_dir})")
+        if carried and carried >= checkpoint_steps(run.run_dir / "checkpoints")[0]:
+            print(f"reproduce: kept {run.archive} (step {carried}: {run.run_dir} is no further)")
             continue
         step = paused_runs.pack(run.run_dir, run.archive)
         megabytes = run.archive.stat().st_size / 2**20

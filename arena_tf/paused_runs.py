@@ -67,7 +67,8 @@ def pack(run_dir, archive):
 
 
 def unpack(archive, run_dir):
-    """Make `run_dir` from `archive` (atomically, the directory must not exist); its step."""
+    """Make `run_dir` from `archive` (atomically, replacing a directory there without
+    checkpoints); the step of the checkpoint it holds."""
     with files.atomic_path(run_dir) as tmp, tarfile.open(archive) as tar:
         tar.extractall(tmp, filter="data")
     return checkpoint_steps(pathlib.Path(run_dir) / "checkpoints")[0]

@@ -527,8 +527,9 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
     under way pauses; --resume continues it)."""
     began = time.monotonic()
     recorded = recorded_runs(suite, results)
-    interrupted = [run for run in runs if run.state() == "interrupted"
-                   or (run.state() == "paused" and run.key not in recorded)]
+    states = [run.state() for run in runs]  # a paused run's state reads its archive: once
+    interrupted = [run for run, state in zip(runs, states) if state == "interrupted"
+                   or (state == "paused" and run.key not in recorded)]
     if interrupted and not resume:
         names = ", ".join(str(run.run_dir) for run in interrupted[:3])
         raise cli.UsageError(f"{len(interrupted)} run(s) of {suite.name} were interrupted ({names})",
@@ -536,8 +537,7 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=REPORT, suites_dir
                              "rerun with --resume, or delete those run directories (and their "
                              f"archives in {paused_runs.PAUSED.name}/) to start over")
     trained = 0
-    for number, run in enumerate(runs, 1):
-        state = run.state()
+    for number, (run, state) in enumerate(zip(runs, states), 1):
         if state != "interrupted" and run.key in recorded:  # else: recorded on another machine
             elsewhere = "" if state == "done" else (
                 " (recorded in results.json; remove its row to run it again)")
@@ -610,7 +610,7 @@ def rerun_rows(suite, runs, results=RESULTS, doc=REPORT, suites_dir=SUITES, time
         if metrics is None:
             print(f"reproduce: the re-run in {run_dir} is recorded already", flush=True)
         else:
-            entry = reruns.entry(metrics, cpu_device(), git_commit(),
+            entry = reruns.entry(metrics, training_time(metrics), cpu_device(), git_commit(),
                                  datetime.date.today().isoformat())
             record({**row, "reruns": [*row.get("reruns", ()), entry]}, results)
             (run_dir / reruns.RECORDED).touch()

@@ -41,10 +41,10 @@ def command_of(row, run_dir):
     return environment, [*arguments, f"--run_dir={run_dir}"]
 
 
-def entry(metrics, device, commit, date):
-    """A `reruns` entry from a finished re-run's metrics.json."""
-    return {"test_accuracy": metrics["test_accuracy"], "steps": metrics["steps"],
-            "train_seconds": metrics.get("train_seconds", metrics.get("wall_time_s")),
+def entry(metrics, timing, device, commit, date):
+    """A `reruns` entry from a finished re-run's metrics.json and its training time (`timing`:
+    reproduce.training_time's dict)."""
+    return {"test_accuracy": metrics["test_accuracy"], "steps": metrics["steps"], **timing,
             "device": metrics.get("device") or device, "backend": metrics.get("backend"),
             "git_commit": commit, "date": date}
 

@@ -15,7 +15,9 @@ and the exported graph holds no random op.
 Numerical stabiliser: each query's features are divided by exp(its largest exponent) and each
 (batch, head)'s key features by exp(the largest exponent over its REAL keys); both factors cancel
 exactly between numerator and denominator, and padding cannot change them. So do exp(-|q|^2 / 2)
-and 1 / sqrt(m), which are therefore never computed.
+and 1 / sqrt(m), which are therefore never computed. As in the Performer code, 1e-6 is then added
+to every stabilised feature (whose largest is 1), which keeps the normaliser and its gradient
+finite where a query's features miss every key's.
 
 kernel="relu" is the generalised-attention kernel phi(x) = relu(w_i . x) / sqrt(m) + 1e-3 on the
 same stored random features (x scaled by d^-1/4 as above). The LRA code's default was this ReLU
@@ -46,6 +48,11 @@ from arena_tf.layers.registry import register
 
 # Added to every ReLU feature (as in the Performer code), so a normaliser is never zero.
 RELU_EPSILON = 1e-3
+# Added to every stabilised exp feature (whose largest is 1), as the Performer code's
+# `numerical_stabilizer`: it keeps the normaliser phi(q) . sum phi(k) at least m L 1e-12, where a
+# query whose features miss every key's would otherwise underflow it and overflow its gradient
+# (NaN under JAX for inputs scaled by 30: tests/layers/test_performer.py).
+FEATURE_STABILISER = 1e-6
 # Added to the normaliser only to keep a query with no real key finite (0 / 0); far below any
 # normaliser with a real key, so it leaves the exact cancellation of the stabilisers intact.
 DENOMINATOR_FLOOR = 1e-30
@@ -78,8 +85,9 @@ def exp_kernel(q, k, mask, features, scale):
     all keys of a (batch, head) (their shift, 1 / sqrt(m)) cancel between the numerator and the
     denominator, so they are left out or folded into one [length, 1] offset instead of passes over
     the [batch, heads, length, num_features] maps (the form with those passes took 1.05x this
-    one's time: docs/efficiency/attempts/performer_feature_passes.py). Padded keys
-    get an offset of 1e9, hence zero features (also in a sequence without any real key).
+    one's time: docs/efficiency/attempts/performer_feature_passes.py). Each stabilised feature
+    then gets FEATURE_STABILISER. Padded keys get an offset of 1e9 (so their exp never overflows)
+    and zero features (also in a sequence without any real key).
     """
     features = features * scale
     q_logits = ops.matmul(q, features)
@@ -90,7 +98,9 @@ def exp_kernel(q, k, mask, features, scale):
     key_max = ops.max(k_logits, axis=-1, keepdims=True) - half_square
     k_max = ops.max(ops.where(real, key_max, aops.NEG_INF), axis=2, keepdims=True)
     k_offset = half_square + ops.stop_gradient(ops.where(real, k_max, -aops.NEG_INF))
-    return ops.exp(q_logits - ops.stop_gradient(q_max)), ops.exp(k_logits - k_offset)
+    q_features = ops.exp(q_logits - ops.stop_gradient(q_max)) + FEATURE_STABILISER
+    k_features = ops.exp(k_logits - k_offset) + FEATURE_STABILISER
+    return q_features, aops.zero_padding(k_features, mask)
 
 
 def relu_kernel(q, k, mask, features, scale):

@@ -66,24 +66,30 @@ def quadratic_kernel_attention(layer, x, mask, feature_map):
     real = mask[:, None, :, None]  # padded rows zeroed: their junk would overflow, unstabilised
     q, k = (np.where(real, t.astype("float64") * HEAD_DIM**-0.25, 0.0) for t in (q, k))
     features = np.asarray(layer.features, "float64")
-    similarity = feature_map(q, features) @ np.swapaxes(feature_map(k, features), -1, -2)
+    q_features, k_features = feature_map(q, features, None), feature_map(k, features, real)
+    similarity = q_features @ np.swapaxes(k_features, -1, -2)
     similarity = similarity * mask[:, None, None, :]
     return output_projection(layer, similarity @ v / similarity.sum(axis=-1, keepdims=True))
 
 
-def exp_features(x, features):
-    """FAVOR+ features without any stabiliser (fine in float64 for small inputs)."""
+def exp_features(x, features, real_keys):
+    """FAVOR+ features as the Performer code forms them: exp(w . x - |x|^2 / 2 - shift) + 1e-6,
+    the shift being a query's largest exponent, or for keys (`real_keys` given) the largest over
+    the real keys of a (batch, head); the factors exp(-|q|^2 / 2) and 1 / sqrt(m) cancel."""
     exponents = x @ features - 0.5 * np.sum(x**2, axis=-1, keepdims=True)
-    return np.exp(exponents) / np.sqrt(features.shape[-1])
+    if real_keys is None:
+        return np.exp(exponents - exponents.max(axis=-1, keepdims=True)) + 1e-6
+    shift = np.where(real_keys, exponents, -np.inf).max(axis=(2, 3), keepdims=True)
+    return np.exp(exponents - shift) + 1e-6
 
 
-def relu_features(x, features):
+def relu_features(x, features, real_keys):
     return np.maximum(x @ features, 0.0) / np.sqrt(features.shape[-1]) + 1e-3
 
 
 @pytest.mark.parametrize("kernel, feature_map", [("exp", exp_features), ("relu", relu_features)])
 def test_kernel_equals_its_quadratic_form_with_padding(kernel, feature_map):
-    """For exp this also shows the stabilisers cancel exactly and junk padding cannot move them."""
+    """For exp this also shows that junk padding cannot move the key stabiliser."""
     x, mask = inputs(seed=3, scale=2.0)
     x[~mask] *= 50.0
     layer = make(num_features=24, kernel=kernel)
@@ -113,6 +119,18 @@ def test_a_sequence_without_real_keys_gets_zeros_and_finite_gradients(kernel):
     out = np.asarray(layer(x, mask=mask))
     assert np.all(out[0] == out[0, 0]), "every position of the empty sequence should be equal"
     np.testing.assert_allclose(out[0, 0], np.asarray(layer.output_dense.bias), atol=1e-6)
+    grads = gradients(lambda: keras.ops.sum(layer(x, mask=mask) ** 2), layer.trainable_weights)
+    assert all(np.all(np.isfinite(g)) for g in grads if g is not None)
+
+
+@pytest.mark.parametrize("scale", [30.0, 100.0])
+def test_gradients_stay_finite_where_a_query_misses_every_key(scale):
+    """Large inputs make each feature map peak sharply: without the features' stabiliser a
+    query's normaliser underflowed and its gradient was NaN (under JAX, whose CPU code keeps
+    subnormal numbers)."""
+    x, mask = inputs(seed=6, scale=scale)
+    layer = make(num_features=64)
+    assert np.all(np.isfinite(np.asarray(layer(x, mask=mask))))
     grads = gradients(lambda: keras.ops.sum(layer(x, mask=mask) ** 2), layer.trainable_weights)
     assert all(np.all(np.isfinite(g)) for g in grads if g is not None)
 

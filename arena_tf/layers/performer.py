@@ -14,7 +14,8 @@ and the exported graph holds no random op.
 
 Numerical stabiliser: each query's features are divided by exp(its largest exponent) and each
 (batch, head)'s key features by exp(the largest exponent over its REAL keys); both factors cancel
-exactly between numerator and denominator, and padding cannot change them. So do exp(-|q|^2 / 2)
+between numerator and denominator (exactly, but for the 1e-6 below), and padding cannot change
+them. So do exp(-|q|^2 / 2)
 and 1 / sqrt(m), which are therefore never computed. As in the Performer code, 1e-6 is then added
 to every stabilised feature (whose largest is 1), which keeps the normaliser and its gradient
 finite where a query's features miss every key's.
@@ -49,12 +50,12 @@ from arena_tf.layers.registry import register
 # Added to every ReLU feature (as in the Performer code), so a normaliser is never zero.
 RELU_EPSILON = 1e-3
 # Added to every stabilised exp feature (whose largest is 1), as the Performer code's
-# `numerical_stabilizer`: it keeps the normaliser phi(q) . sum phi(k) at least m L 1e-12, where a
-# query whose features miss every key's would otherwise underflow it and overflow its gradient
-# (NaN under JAX for inputs scaled by 30: tests/layers/test_performer.py).
+# `numerical_stabilizer`: it keeps the normaliser phi(q) . sum phi(k) at least m n 1e-12 (n real
+# keys), where a query whose features miss every key's would otherwise underflow it and overflow
+# its gradient (NaN under JAX for inputs scaled by 30: tests/layers/test_performer.py).
 FEATURE_STABILISER = 1e-6
 # Added to the normaliser only to keep a query with no real key finite (0 / 0); far below any
-# normaliser with a real key, so it leaves the exact cancellation of the stabilisers intact.
+# normaliser with a real key (FEATURE_STABILISER's bound), so it changes none of them.
 DENOMINATOR_FLOOR = 1e-30
 
 

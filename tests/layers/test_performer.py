@@ -126,8 +126,8 @@ def test_a_sequence_without_real_keys_gets_zeros_and_finite_gradients(kernel):
 @pytest.mark.parametrize("scale", [30.0, 100.0])
 def test_gradients_stay_finite_where_a_query_misses_every_key(scale):
     """Large inputs make each feature map peak sharply: without the features' stabiliser a
-    query's normaliser underflowed and its gradient was NaN (under JAX, whose CPU code keeps
-    subnormal numbers)."""
+    query's normaliser underflowed and its gradient was NaN under JAX (under TensorFlow it
+    stayed finite)."""
     x, mask = inputs(seed=6, scale=scale)
     layer = make(num_features=64)
     assert np.all(np.isfinite(np.asarray(layer(x, mask=mask))))

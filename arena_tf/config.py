@@ -23,6 +23,7 @@ CONFIGS_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs"
 
 POOLINGS = ("cls", "mean")
 POSITION_EMBEDDINGS = ("sinusoidal", "learned", "none")
+TOKEN_EMBEDDINGS = ("table", "intensity")
 
 
 class ConfigError(UsageError, ValueError):
@@ -46,6 +47,10 @@ class ModelConfig:
     qkv_dim: total width of queries, keys and values over all heads (head width = qkv_dim / heads).
     max_len: longest input sequence (per input; a CLS token adds one position inside the encoder).
     padding_id: the token id of padding (masked out), or None where every id is real (pixels).
+    token_embedding: "table", one learned vector per token id (the LRA code's, also for pixels), or
+        "intensity", for pixel tasks: id t read as a brightness, (2 t / (vocab_size - 1) - 1) times
+        one learned vector plus another (S4's and Mega's image input: a linear map of the
+        normalised pixel).
     two_tower: two inputs through one shared encoder, combined as [x1, x2, x1*x2, x1-x2].
     """
 
@@ -63,6 +68,7 @@ class ModelConfig:
     num_classes: int = 2
     pooling: str = "cls"
     position_embedding: str = "sinusoidal"
+    token_embedding: str = "table"
     two_tower: bool = False
     padding_id: Optional[int] = 0
     seed: int = 0
@@ -87,7 +93,8 @@ class ModelConfig:
                 "a qkv_dim that is a multiple of num_heads",
                 "change model.qkv_dim or model.num_heads",
             )
-        for name, choices in (("pooling", POOLINGS), ("position_embedding", POSITION_EMBEDDINGS)):
+        for name, choices in (("pooling", POOLINGS), ("position_embedding", POSITION_EMBEDDINGS),
+                              ("token_embedding", TOKEN_EMBEDDINGS)):
             if getattr(self, name) not in choices:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is invalid",
                                   f"one of {', '.join(choices)}",

@@ -72,6 +72,48 @@ class PositionEmbedding(keras.layers.Layer):
 
 
 @SERIALIZABLE
+class IntensityEmbedding(keras.layers.Layer):
+    """Token ids 0..levels-1 read as pixel brightness: id t -> (2 t / (levels - 1) - 1) * scale +
+    shift, two learned vectors, so neighbouring grey levels get neighbouring inputs (a table gives
+    each of 256 levels its own vector, learnt only from the pixels that have that level)."""
+
+    def __init__(self, levels, width, **kwargs):
+        super().__init__(**kwargs)
+        self.levels, self.width = levels, width
+
+    def build(self, input_shape):
+        self.scale = self.add_weight(name="scale", shape=(self.width,),
+                                     initializer=keras.initializers.RandomNormal(stddev=1.0))
+        self.shift = self.add_weight(name="shift", shape=(self.width,), initializer="zeros")
+
+    def call(self, tokens):
+        brightness = ops.cast(tokens, self.compute_dtype) * (2.0 / (self.levels - 1)) - 1.0
+        return brightness[..., None] * ops.cast(self.scale, self.compute_dtype) + ops.cast(
+            self.shift, self.compute_dtype)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape) + (self.width,)
+
+    def get_config(self):
+        return {**super().get_config(), "levels": self.levels, "width": self.width}
+
+
+def _table_embedding(config, dtype):
+    return keras.layers.Embedding(
+        config.vocab_size, config.emb_dim, name="token_embedding", dtype=dtype,
+        embeddings_initializer=keras.initializers.RandomNormal(stddev=1.0),
+    )
+
+
+def _intensity_embedding(config, dtype):
+    return IntensityEmbedding(config.vocab_size, config.emb_dim, name="token_embedding", dtype=dtype)
+
+
+# config.token_embedding -> the encoder's first layer.
+TOKEN_EMBEDDINGS = {"table": _table_embedding, "intensity": _intensity_embedding}
+
+
+@SERIALIZABLE
 class TransformerBlock(keras.layers.Layer):
     """Pre-LayerNorm Transformer block around any registered attention mechanism. With `remat`
     its training forward pass is recomputed in the backward pass rather than stored (the block's
@@ -145,10 +187,7 @@ class Encoder(keras.layers.Layer):
         super().__init__(**kwargs)
         self.config = config if isinstance(config, ModelConfig) else ModelConfig(**config)
         c = self.config
-        self.token_embedding = keras.layers.Embedding(
-            c.vocab_size, c.emb_dim, embeddings_initializer=keras.initializers.RandomNormal(stddev=1.0),
-            name="token_embedding", dtype=self.dtype_policy,
-        )
+        self.token_embedding = TOKEN_EMBEDDINGS[c.token_embedding](c, self.dtype_policy)
         self.position_embedding = PositionEmbedding(c.encoder_len, c.position_embedding,
                                                     name="position_embedding", dtype=self.dtype_policy)
         self.dropout = keras.layers.Dropout(c.dropout, seed=c.seed, dtype=self.dtype_policy)

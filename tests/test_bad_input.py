@@ -122,6 +122,10 @@ CASES = {
         "`--set model.max_len=100` against the tiny preset's data of 256 tokens (no run directory is made)",
         lambda tmp: train(tmp, "--set", "model.max_len=100"),
         "disagrees with the listops data, whose examples are 256 tokens long"),
+    "train-intensity-on-text": Case(
+        "`--set model.token_embedding=intensity` on ListOps (its tokens are symbols, not pixels)",
+        lambda tmp: train(tmp, "--set", "model.token_embedding=intensity"),
+        "reads token ids as pixel brightness, but listops's tokens are not pixels"),
     "prepare-listops-one-column": Case(
         "a ListOps TSV row with one column", lambda tmp: prepare_listops(tmp, "[MIN 3 4 ]"),
         "basic_train.tsv:3: 1 tab-separated column instead of 2 ('[MIN 3 4 ]'); expected "

@@ -68,6 +68,28 @@ def test_pixels_without_padding_id_treat_zero_as_a_real_token():
     assert not np.allclose(model(zeroed), model(zeroed[:, :12]))
 
 
+def test_intensity_embedding_reads_ids_as_brightness_from_minus_one_to_one():
+    from arena_tf.encoder import IntensityEmbedding
+
+    layer = IntensityEmbedding(256, 8)
+    ids = np.array([[0, 51, 52, 255]])
+    out = np.asarray(layer(ids))[0]
+    scale, shift = np.asarray(layer.scale), np.asarray(layer.shift)
+    levels = np.array([-1.0, 51 * 2 / 255 - 1, 52 * 2 / 255 - 1, 1.0])
+    np.testing.assert_allclose(out, levels[:, None] * scale + shift, rtol=1e-6, atol=1e-6)
+
+
+def test_pixel_classifier_with_intensity_input_sees_brightness_and_saves(tmp_path):
+    model = build_classifier(tiny(padding_id=None, vocab_size=256, token_embedding="intensity"))
+    x = tokens()
+    assert model(x).shape == (3, 3)
+    assert not np.allclose(model(x), model(np.minimum(x + 40, 255)), atol=1e-4)
+    assert [w.shape for w in model.get_layer("encoder").token_embedding.weights] == [(16,), (16,)]
+    model.save(tmp_path / "model.keras")
+    np.testing.assert_array_equal(model.predict(x, verbose=0),
+                                  load_classifier(tmp_path / "model.keras").predict(x, verbose=0))
+
+
 def test_input_longer_than_max_len_is_one_clear_error():
     with pytest.raises(ValueError, match="input length 25 exceeds max_len=20"):
         build_classifier(tiny())(tokens(length=25))
@@ -78,6 +100,7 @@ def test_input_longer_than_max_len_is_one_clear_error():
     [
         (dict(qkv_dim=18, num_heads=4), "qkv_dim=18 is not divisible by num_heads=4"),
         (dict(num_heads="2"), "num_heads='2' has the wrong type"),
+        (dict(token_embedding="linear"), "token_embedding='linear' is invalid"),
         (dict(pooling="max"), "pooling='max' is invalid; expected one of cls, mean"),
         (dict(dropout=1.5), r"dropout=1.5 is invalid; expected in \[0, 1\)"),
         (dict(padding_id=99), "padding_id=99 is outside the vocabulary"),

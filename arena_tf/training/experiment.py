@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 import arena_tf.tasks as tasks
-from arena_tf.config import ExperimentConfig, load_experiment
+from arena_tf.config import ConfigError, ExperimentConfig, load_experiment
 from arena_tf.training.errors import DataMismatchError
 
 # Model fields the task's data decides (build_experiment sets them from the task).
@@ -27,6 +27,7 @@ def build_experiment(task_name, model_name, overrides=(), preset=None, data_dir=
                    two_tower=task.num_inputs == 2)
     check_derived_overrides(config.model, derived, overrides, config.task)
     model = dataclasses.replace(config.model, **derived)
+    check_token_embedding(model, task_name)
     return ExperimentConfig(task=config.task, model=model, train=config.train), task
 
 
@@ -62,6 +63,17 @@ def check_derived_overrides(model, derived, overrides, task_config):
             f"{decided}",
             f"model.{name} as the task's data decides it (the trainer takes it from the task)",
             f"drop --set model.{name}",
+        )
+
+
+def check_token_embedding(model, task_name):
+    """ConfigError when pixel brightness is asked of a task whose tokens are not pixels."""
+    if model.token_embedding == "intensity" and model.padding_id is not None:
+        raise ConfigError(
+            f"model.token_embedding=intensity reads token ids as pixel brightness, but {task_name}'s "
+            f"tokens are not pixels (it pads with id {model.padding_id})",
+            "a pixel task (image, pathfinder, pathx)",
+            "drop --set model.token_embedding or set it to table",
         )
 
 

@@ -1,0 +1,27 @@
+"""A pixel model that reads brightness (model.token_embedding=intensity) exports like the others:
+SavedModel, FP32 ONNX and FP16 ONNX pass their parity checks and give the Keras model's logits."""
+
+import numpy as np
+import onnxruntime
+
+from export.to_onnx import export_onnx
+from tests.export.conftest import PARITY_EXAMPLES, keras_logits, write_run_dir
+
+
+def test_intensity_input_exports_with_parity(tmp_path):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    run_dir, model = write_run_dir(
+        tmp_path / "run", "s4d", task={"name": "pathfinder", "data_dir": str(tmp_path / "no-data")},
+        padding_id=None, vocab_size=256, num_classes=2, token_embedding="intensity",
+    )
+    reports = {path.name: report for path, report in export_onnx(run_dir, count=PARITY_EXAMPLES).items()}
+    assert set(reports) == {"saved_model", "model.onnx", "model.fp16.onnx"}
+    assert all(report["passed"] for report in reports.values())
+    pixels = np.random.default_rng(3).integers(0, 256, size=(4, 64)).astype("int32")
+    session = onnxruntime.InferenceSession(str(run_dir / "model.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    np.testing.assert_allclose(session.run(["logits"], {name: pixels})[0],
+                               keras_logits(model, [pixels]), atol=1e-4)

@@ -23,6 +23,7 @@ and seed).
 
     python -m arena_tf.generators.pathfinder --preview grid.png --size 32
     python -m arena_tf.generators.pathfinder --out_dir data/pathfinder --num_examples 200000
+    python -m arena_tf.generators.pathfinder --distance_baseline --difficulty easy --count 4000
 """
 
 import argparse
@@ -543,12 +544,44 @@ def write_preview(path, config, count=16, seed=0):
     return path
 
 
+def best_threshold(distances, labels):
+    """(t, accuracy) of the rule "positive when the markers are closer than t" that scores best
+    on these (distance, label) pairs; t is a midpoint between neighbouring distances."""
+    order = np.argsort(distances)
+    distances, labels = np.asarray(distances, dtype=float)[order], np.asarray(labels)[order]
+    # Calling the first k (closest) positive: positives among them plus negatives after them.
+    correct = np.concatenate([[0], np.cumsum(labels == 1)]) + np.concatenate(
+        [np.cumsum((labels == 0)[::-1])[::-1], [0]])
+    k = int(np.argmax(correct))
+    bounds = np.concatenate([[distances[0] - 1], distances, [distances[-1] + 1]])
+    return (bounds[k] + bounds[k + 1]) / 2, correct[k] / len(labels)
+
+
+def marker_distance_baseline(config, count, seed=0):
+    """How far the distance between the two markers alone predicts the label: the best threshold
+    on `count` // 2 fresh examples and its accuracy on the next `count` // 2, as
+    (threshold, fitted accuracy, held-out accuracy). A model above chance may have learnt only
+    this cue, not the contour."""
+    distances, labels = [], []
+    for index in range(count):
+        example = generate_example(config, seed, index)
+        distances.append(float(np.hypot(*(example.markers[0] - example.markers[1]))))
+        labels.append(example.label)
+    half = count // 2
+    threshold, fitted = best_threshold(distances[:half], labels[:half])
+    held_out = np.mean((np.array(distances[half:]) < threshold) == np.array(labels[half:]))
+    return threshold, fitted, float(held_out)
+
+
 def main(argv=None):
     """Command line: write a preview grid, or generate a dataset and report images per second."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--preview", metavar="PNG", help="write a grid of examples to this PNG")
     action.add_argument("--out_dir", metavar="ROOT", help="generate a dataset in the release layout")
+    action.add_argument("--distance_baseline", action="store_true",
+                        help="accuracy of the marker distance alone (one threshold), on --count "
+                             "fresh examples: half to fit, half to score")
     parser.add_argument("--size", type=int, choices=sorted(CONFIGS), default=32)
     parser.add_argument("--difficulty", choices=list(DIFFICULTIES), default="hard",
                         help="contour length 6, 9 or 14 (LRA: hard)")
@@ -560,6 +593,12 @@ def main(argv=None):
     config = config_for(args.size, args.difficulty)
     if args.preview:
         print(write_preview(args.preview, config, args.count, args.seed))
+        return
+    if args.distance_baseline:
+        threshold, fitted, held_out = marker_distance_baseline(config, args.count, args.seed)
+        print(f"pathfinder{args.size} {args.difficulty}: marker distance < {threshold:.2f} px "
+              f"called positive scores {held_out:.1%} on {args.count - args.count // 2} held-out "
+              f"examples ({fitted:.1%} on the {args.count // 2} it was fitted on; chance 50%)")
         return
     logging.basicConfig(format="%(message)s", level=logging.INFO)
     if (Path(args.out_dir) / config.release_path).exists():

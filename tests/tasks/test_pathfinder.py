@@ -222,6 +222,28 @@ def test_previews_frame_positives_green_and_negatives_red(release, tmp_path):
     assert "pathfinder_train.png" in line
 
 
+def test_best_threshold_finds_the_split_that_scores_best():
+    # Positives at 1, 2 and 5, negatives at 3, 4, 6 and 7: "closer than 2.5" gets 6 of 7 right.
+    distances = [5, 1, 6, 3, 2, 7, 4]
+    labels = [1, 1, 0, 0, 1, 0, 0]
+    threshold, accuracy = generator.best_threshold(distances, labels)
+    assert threshold == 2.5 and accuracy == 6 / 7
+    assert generator.best_threshold([1, 2], [0, 0]) == (0.5, 1.0)  # all negative: call none
+
+
+def test_distance_baseline_scores_the_marker_cue_on_held_out_examples(capsys):
+    easy, hard = generator.config_for(32, "easy"), generator.PATHFINDER32
+    threshold, fitted, held_out = generator.marker_distance_baseline(easy, 400, seed=1)
+    examples = [generator.generate_example(easy, 1, index) for index in range(200, 400)]
+    called = [np.hypot(*(e.markers[0] - e.markers[1])) < threshold for e in examples]
+    assert held_out == np.mean([c == e.label for c, e in zip(called, examples)])
+    # Easy contours are short, so a positive's markers sit closer: the cue alone beats chance.
+    assert held_out > 0.6
+    generator.main(["--distance_baseline", "--difficulty", "easy", "--count", "40"])
+    assert capsys.readouterr().out.startswith("pathfinder32 easy: marker distance < ")
+    assert 0 < generator.marker_distance_baseline(hard, 40)[1] <= 1
+
+
 def test_a_read_only_task_refuses_to_generate(tmp_path):
     task = tasks.get("pathfinder", data_dir=tmp_path, difficulty="easy", generate=False)
     with pytest.raises(tasks.DataNotFoundError, match="generating it is off"):

@@ -546,13 +546,15 @@ def write_preview(path, config, count=16, seed=0):
 
 def best_threshold(distances, labels):
     """(t, accuracy) of the rule "positive when the markers are closer than t" that scores best
-    on these (distance, label) pairs; t is a midpoint between neighbouring distances."""
+    on these (distance, label) pairs; t is a midpoint between neighbouring distinct distances."""
     order = np.argsort(distances)
     distances, labels = np.asarray(distances, dtype=float)[order], np.asarray(labels)[order]
     # Calling the first k (closest) positive: positives among them plus negatives after them.
     correct = np.concatenate([[0], np.cumsum(labels == 1)]) + np.concatenate(
         [np.cumsum((labels == 0)[::-1])[::-1], [0]])
-    k = int(np.argmax(correct))
+    # No threshold separates equal distances: k may not fall between two of them.
+    splittable = np.concatenate([[True], distances[1:] > distances[:-1], [True]])
+    k = int(np.argmax(np.where(splittable, correct, -1)))
     bounds = np.concatenate([[distances[0] - 1], distances, [distances[-1] + 1]])
     return (bounds[k] + bounds[k + 1]) / 2, correct[k] / len(labels)
 

@@ -229,6 +229,8 @@ def test_best_threshold_finds_the_split_that_scores_best():
     threshold, accuracy = generator.best_threshold(distances, labels)
     assert threshold == 2.5 and accuracy == 6 / 7
     assert generator.best_threshold([1, 2], [0, 0]) == (0.5, 1.0)  # all negative: call none
+    # Two examples at one distance fall on the same side of any threshold.
+    assert generator.best_threshold([1, 2, 2, 3], [1, 1, 0, 0]) == (1.5, 0.75)
 
 
 def test_distance_baseline_scores_the_marker_cue_on_held_out_examples(capsys):
@@ -241,7 +243,8 @@ def test_distance_baseline_scores_the_marker_cue_on_held_out_examples(capsys):
     assert held_out > 0.6
     generator.main(["--distance_baseline", "--difficulty", "easy", "--count", "40"])
     assert capsys.readouterr().out.startswith("pathfinder32 easy: marker distance < ")
-    assert 0 < generator.marker_distance_baseline(hard, 40)[1] <= 1
+    # LRA's hard contours (14 paddles) wander far enough that the cue is weaker there.
+    assert generator.marker_distance_baseline(hard, 400, seed=1)[2] < held_out - 0.1
 
 
 def test_a_read_only_task_refuses_to_generate(tmp_path):

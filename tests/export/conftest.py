@@ -78,6 +78,24 @@ def keras_logits(model, arrays):
     return np.asarray(model(arrays[0] if len(arrays) == 1 else arrays, training=False))
 
 
+def feeds(model, arrays):
+    """The ONNX / SavedModel feed {input name: array} of the Keras model's inputs."""
+    return {tensor.name.split(":")[0]: array for tensor, array in zip(model.inputs, arrays)}
+
+
+def onnx_session(path):
+    """An ONNX Runtime session of the model file at `path` on the CPU provider."""
+    import onnxruntime
+
+    return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def onnx_logits(path, model, arrays):
+    """(session, logits) of the ONNX file at `path` on inputs shaped like the Keras model's."""
+    session = onnx_session(path)
+    return session, session.run(["logits"], feeds(model, arrays))[0]
+
+
 def case_id(case):
     """'linear-one' / 'linear-two' for a (mechanism, two_tower) case."""
     return f"{case[0]}-{'two' if case[1] else 'one'}"

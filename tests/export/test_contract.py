@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import onnx
-import onnxruntime
 import pytest
 import tensorflow as tf
 
@@ -14,7 +13,7 @@ from export.contract import TokenError, check_tokens
 from export.metadata import read_metadata
 from export.runners import artifact_predictor
 from export.to_onnx import export_onnx
-from tests.export.conftest import LENGTH, token_batch, write_run_dir
+from tests.export.conftest import LENGTH, onnx_session, token_batch, write_run_dir
 
 ARTIFACTS = ["saved_model", "model.onnx", "model.fp16.onnx"]
 VOCAB = 20  # conftest's tiny vocabulary
@@ -108,8 +107,7 @@ def test_raw_graphs_on_bad_ids_as_the_readme_states(exported_linear):
     last[0, 3], minus_one[0, 3], too_big[0, 3] = VOCAB - 1, -1, VOCAB
     signatures = tf.saved_model.load(str(run_dir / "saved_model")).signatures
     serve = signatures["serving_default"]
-    session = onnxruntime.InferenceSession(str(run_dir / "model.onnx"),
-                                           providers=["CPUExecutionProvider"])
+    session = onnx_session(run_dir / "model.onnx")
     for run in (lambda t: serve(tokens=tf.constant(t))["logits"].numpy(),
                 lambda t: session.run(["logits"], {"tokens": t})[0]):
         np.testing.assert_array_equal(run(minus_one), run(last))
@@ -134,8 +132,7 @@ def test_raw_graphs_on_bad_ids_as_the_readme_states(exported_linear):
 def test_onnx_inputs_are_int32_with_named_batch_and_length_axes(exported_linear):
     run_dir, _ = exported_linear
     for name in ("model.onnx", "model.fp16.onnx"):
-        session = onnxruntime.InferenceSession(str(run_dir / name),
-                                               providers=["CPUExecutionProvider"])
+        session = onnx_session(run_dir / name)
         (tokens,) = session.get_inputs()
         assert (tokens.name, tokens.type, tokens.shape) == ("tokens", "tensor(int32)",
                                                            ["batch", "length"])
@@ -155,8 +152,7 @@ def test_a_model_without_padding_id_takes_exactly_max_len(pixels_run):
     signature = tf.saved_model.load(str(run_dir / "saved_model")).signatures["serving_default"]
     (spec,) = signature.structured_input_signature[1].values()
     assert spec.shape.as_list() == [None, LENGTH]
-    session = onnxruntime.InferenceSession(str(run_dir / "model.onnx"),
-                                           providers=["CPUExecutionProvider"])
+    session = onnx_session(run_dir / "model.onnx")
     assert session.get_inputs()[0].shape == ["batch", LENGTH]
     for name in ("saved_model", "model.onnx"):
         length = read_metadata(run_dir / name)["sequence_length"]

@@ -9,7 +9,6 @@ import json
 
 import numpy as np
 import onnx
-import onnxruntime
 import pytest
 import tensorflow as tf
 
@@ -21,7 +20,9 @@ from tests.export.conftest import (
     PARITY_EXAMPLES,
     case_id,
     export_case,
+    feeds,
     keras_logits,
+    onnx_logits,
     token_batch,
 )
 
@@ -31,15 +32,6 @@ CASES = [(m, False) for m in MECHANISMS] + [(m, True) for m in MECHANISMS]
 @pytest.fixture(scope="module", params=CASES, ids=case_id)
 def exported(request, tmp_path_factory):
     return export_case(request.param, tmp_path_factory.mktemp(request.param[0]), export_onnx)
-
-
-def feeds(model, arrays):
-    return {tensor.name.split(":")[0]: array for tensor, array in zip(model.inputs, arrays)}
-
-
-def onnx_logits(path, model, arrays):
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    return session, session.run(["logits"], feeds(model, arrays))[0]
 
 
 def test_every_artifact_is_written_with_a_passing_parity_report(exported):

@@ -2,10 +2,14 @@
 SavedModel, FP32 ONNX and FP16 ONNX pass their parity checks and give the Keras model's logits."""
 
 import numpy as np
-import onnxruntime
 
 from export.to_onnx import export_onnx
-from tests.export.conftest import PARITY_EXAMPLES, keras_logits, write_run_dir
+from tests.export.conftest import (
+    PARITY_EXAMPLES,
+    keras_logits,
+    onnx_logits,
+    write_run_dir,
+)
 
 
 def test_intensity_input_exports_with_parity(tmp_path):
@@ -20,8 +24,5 @@ def test_intensity_input_exports_with_parity(tmp_path):
     assert set(reports) == {"saved_model", "model.onnx", "model.fp16.onnx"}
     assert all(report["passed"] for report in reports.values())
     pixels = np.random.default_rng(3).integers(0, 256, size=(4, 64)).astype("int32")
-    session = onnxruntime.InferenceSession(str(run_dir / "model.onnx"),
-                                           providers=["CPUExecutionProvider"])
-    name = session.get_inputs()[0].name
-    np.testing.assert_allclose(session.run(["logits"], {name: pixels})[0],
-                               keras_logits(model, [pixels]), atol=1e-4)
+    _, logits = onnx_logits(run_dir / "model.onnx", model, [pixels])
+    np.testing.assert_allclose(logits, keras_logits(model, [pixels]), atol=1e-4)

@@ -32,7 +32,7 @@ import time
 import yaml
 
 from arena_tf import cli, files, paused_runs, reruns
-from arena_tf.markdown import table
+from arena_tf.markdown import replace_section, table
 from arena_tf.training.loop import EXIT_PAUSED, cpu_device
 from arena_tf.training.run_dir import checkpoint_steps
 
@@ -41,6 +41,8 @@ SUITES = ROOT / "configs" / "suites"
 RESULTS = ROOT / "docs" / "reproduction" / "results.json"
 REPORT = ROOT / "docs" / "reproduction.md"
 RUNS = pathlib.Path("runs") / "reproduce"
+README = ROOT / "README.md"
+README_SUITES = ("cpu-listops", "cpu-pathfinder")  # whose tables the README's summary shows
 TRAIN_WINDOWS = 10  # logged training windows averaged into a row's final training accuracy
 # Settings that decide when a run logs, evaluates or checkpoints, not what it learns.
 BOOKKEEPING = ("train.seed", "train.log_every", "train.eval_every", "train.eval_batches",
@@ -481,9 +483,36 @@ def paused_steps(suite, task, paused_dir):
     return {run.mechanism: paused_runs.archived(run.archive)[0] for run in carried}
 
 
+def task_tables(name, rows, suite, paused_dir):
+    """[(task, table)] of suite `name` (None where its file is gone): the table of its `rows` per
+    task, a missing mechanism naming the step of its checkpoint carried in `paused_dir`."""
+    tasks = suite.tasks if suite else sorted({r["task"] for r in rows})
+    return [(task, suite_table(name, [r for r in rows if r["task"] == task], suite, task,
+                               paused_steps(suite, task, paused_dir) if suite else {}))
+            for task in tasks]
+
+
+def readme_summary(rows, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
+    """The README's reproduction section: the tables of README_SUITES, as the report shows them."""
+    parts = []
+    for name in README_SUITES:
+        suite = load_suite(name, suites_dir)
+        what = suite_heading(suite).splitlines()[0]
+        for task, text in task_tables(name, [r for r in rows if r["suite"] == name], suite,
+                                      paused_dir):
+            parts.append(f"`{name}`{f' ({task})' if len(suite.tasks) > 1 else ''}. {what}\n\n{text}")
+    return "\n\n".join(parts)
+
+
+def with_summary(text, rows, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
+    """README text with its reproduction section replaced by `readme_summary` of `rows`."""
+    return replace_section(text, "reproduction", readme_summary(rows, suites_dir, paused_dir))
+
+
 def report(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
     """docs/reproduction.md (and a learning-curve PNG per suite) from results.json alone; a
-    mechanism without a row names the step of its checkpoint carried in `paused_dir`, if any."""
+    mechanism without a row names the step of its checkpoint carried in `paused_dir`, if any.
+    The repository's own report (`doc` = docs/reproduction.md) updates the README's summary too."""
     rows = read_results(results)
     doc = pathlib.Path(doc)
     parts = ["# Reproduction\n",
@@ -499,13 +528,11 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_run
         parts.append(f"## {name}\n")
         if suite:
             parts.append(suite_heading(suite))
-        tasks = suite.tasks if suite else sorted({r["task"] for r in mine})
-        for task in tasks:
-            if len(tasks) > 1:
+        tables = task_tables(name, mine, suite, paused_dir)
+        for task, text in tables:
+            if len(tables) > 1:
                 parts.append(f"### {task}\n")
-            paused = paused_steps(suite, task, paused_dir) if suite else {}
-            parts.append(suite_table(name, [r for r in mine if r["task"] == task], suite, task,
-                                     paused) + "\n")
+            parts.append(text + "\n")
         if mine:
             image = doc.parent / "reproduction" / f"{name}.png"
             image.parent.mkdir(parents=True, exist_ok=True)
@@ -514,6 +541,8 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_run
             parts.append(runs_table(mine) + "\n")
     parts.extend(attempts_section(rows))
     files.write_text(doc, "\n".join(parts))
+    if doc == REPORT:
+        files.write_text(README, with_summary(README.read_text(), rows, suites_dir, paused_dir))
     return doc
 
 
@@ -700,6 +729,7 @@ def main(argv=None):
         if args.suite == "pack":
             names = args.files or [path.stem for path in sorted(SUITES.glob("*.yaml"))]
             pack_unfinished([run for name in names for run in plan(load_suite(name))])
+            print(f"reproduce: wrote {report()}")
             return 0
         if args.suite == "merge" or args.files:
             if args.suite != "merge" or not args.files:

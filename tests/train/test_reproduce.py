@@ -341,3 +341,13 @@ def test_merge_adds_the_reruns_another_machine_made_of_our_rows(tmp_path):
     assert reproduce.merge([theirs], ours) == 1
     assert reproduce.merge([theirs], ours) == 0
     assert json.loads(ours.read_text())[0]["reruns"] == [rerun]
+
+
+def test_readme_summary_is_the_generated_one():
+    """The README's reproduction tables are those of docs/reproduction/results.json (and the runs
+    carried in paused/): `reproduce report` rewrites them whenever it writes the repository's
+    report."""
+    text = reproduce.README.read_text()
+    rows = reproduce.read_results()
+    assert "| `linformer` |" in reproduce.readme_summary(rows)
+    assert reproduce.with_summary(text, rows) == text, "run `python -m arena_tf.reproduce report`"

@@ -512,7 +512,8 @@ def with_summary(text, rows, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
 def report(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
     """docs/reproduction.md (and a learning-curve PNG per suite) from results.json alone; a
     mechanism without a row names the step of its checkpoint carried in `paused_dir`, if any.
-    The repository's own report (`doc` = docs/reproduction.md) updates the README's summary too."""
+    The repository's own report (`doc` = docs/reproduction.md) updates the README's summary too,
+    where the tree has a README."""
     rows = read_results(results)
     doc = pathlib.Path(doc)
     parts = ["# Reproduction\n",
@@ -541,7 +542,7 @@ def report(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_run
             parts.append(runs_table(mine) + "\n")
     parts.extend(attempts_section(rows))
     files.write_text(doc, "\n".join(parts))
-    if doc == REPORT:
+    if doc == REPORT and README.is_file():  # not in a partial copy of the tree (a lent GPU's)
         files.write_text(README, with_summary(README.read_text(), rows, suites_dir, paused_dir))
     return doc
 

@@ -20,7 +20,7 @@
 # this machine, and brings back results-<job number>.json. Every run pauses at a checkpoint when
 # TRAIN_SECONDS (default 420) have gone by since the jobs started; the copies stay while the
 # machine is warm, so a later call for the same suite goes on where this one paused (with the code
-# of the first call). Runs go on across machines as on CPU (arena_tf/paused_runs.py): the copy
+# of the first call). Runs go on across machines as on CPU (arena_tf/reproduce/paused_runs.py): the copy
 # holds docs/reproduction/paused/ as committed here, `--resume` unpacks the archives written under
 # JAX (one written under TensorFlow starts again), and `reproduce pack SUITE` at the end packs every
 # run left unfinished (archives over 24 MB are not kept: the LRA ListOps models start again) into

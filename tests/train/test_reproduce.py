@@ -10,8 +10,16 @@ import shutil
 import pytest
 import yaml
 
-from arena_tf import reproduce, reruns
+from arena_tf import cli
+from arena_tf.reproduce import paused_runs, report, reruns, running
+from arena_tf.reproduce import suites as suites_module
+from arena_tf.reproduce.__main__ import main as reproduce_main
+from arena_tf.reproduce.report import write as write_report
+from arena_tf.reproduce.results import TRAIN_WINDOWS, command_of, merge, read_results
+from arena_tf.reproduce.running import pack_unfinished, rerun_rows
+from arena_tf.reproduce.suites import load_suite, plan
 from arena_tf.training.events import read_scalars
+from arena_tf.training.run_dir import checkpoint_steps
 from tests.one_line import assert_one_error_line
 from tests.train.conftest import TINY, loop
 
@@ -29,14 +37,14 @@ def setting(listops_dir, tmp_path):
         "mechanisms": ["linear", "local"], "seeds": [0], "target": 33.4,
         "paper": {"linear": 16.13, "local": 15.82},
     }))
-    suite = reproduce.load_suite("tiny-listops", suites)
+    suite = load_suite("tiny-listops", suites)
     return suite, tmp_path / "runs", tmp_path / "results.json", tmp_path / "doc.md", suites
 
 
 def run_suite(setting, mechanisms=None, resume=False):
     suite, runs_dir, results, doc, suites = setting
-    runs = reproduce.plan(suite, mechanisms, runs_dir=runs_dir)
-    return reproduce.run_suite(suite, runs, resume, results, doc, suites)
+    runs = plan(suite, mechanisms, runs_dir=runs_dir)
+    return running.run_suite(suite, runs, resume, results, doc, suites)
 
 
 def test_a_suite_runs_once_resumes_with_resume_and_reports_from_results(setting, capfd):
@@ -48,19 +56,19 @@ def test_a_suite_runs_once_resumes_with_resume_and_reports_from_results(setting,
     assert row["command"].startswith("python -m arena_tf.train --task=listops --model=linear")
     assert row["validation_curve"][-1][0] == STEPS and row["git_commit"] and row["device"]
     logged = read_scalars(runs_dir / "tiny-listops" / "linear-seed0" / "train")["accuracy"]
-    last = [logged[step] for step in sorted(logged)[-reproduce.TRAIN_WINDOWS:]]
+    last = [logged[step] for step in sorted(logged)[-TRAIN_WINDOWS:]]
     assert row["final_train_accuracy"] == pytest.approx(sum(last) / len(last))
     assert "`local` | missing: not run yet" in doc.read_text()
 
     # local is interrupted after its first checkpoint: a run of 2 of its 4 steps, same settings.
-    local = reproduce.plan(suite, ["local"], runs_dir=runs_dir)[0]
+    local = plan(suite, ["local"], runs_dir=runs_dir)[0]
     shorter = [a.replace(f"num_train_steps={STEPS}", "num_train_steps=2") for a in local.arguments]
     from arena_tf import train
     assert train.main(shorter) == 0
     (local.run_dir / "metrics.json").unlink()
     assert local.state() == "interrupted"
     capfd.readouterr()
-    code = reproduce.cli.run_main(lambda: run_suite(setting))
+    code = cli.run_main(lambda: run_suite(setting))
     assert code == 2
     assert_one_error_line(capfd.readouterr().err, "were interrupted", "--resume")
 
@@ -72,7 +80,7 @@ def test_a_suite_runs_once_resumes_with_resume_and_reports_from_results(setting,
 
     rows[0]["test_accuracy"] = 0.4321  # the report reads results.json, nothing else
     results.write_text(json.dumps(rows))
-    reproduce.report(results, doc, suites)
+    write_report(results, doc, suites)
     text = doc.read_text()
     assert "| `linear` | 43.2 |" in text and "16.13" in text
     assert (doc.parent / "reproduction" / "tiny-listops.png").stat().st_size > 0
@@ -80,10 +88,10 @@ def test_a_suite_runs_once_resumes_with_resume_and_reports_from_results(setting,
 
 def test_unknown_suite_and_mechanism_are_one_line(setting, capfd):
     suite, *_, suites = setting
-    with pytest.raises(reproduce.cli.UsageError, match="unknown suite 'nope'"):
-        reproduce.load_suite("nope", suites)
-    with pytest.raises(reproduce.cli.UsageError, match="'full' is not in suite tiny-listops"):
-        reproduce.plan(suite, ["full"])
+    with pytest.raises(cli.UsageError, match="unknown suite 'nope'"):
+        load_suite("nope", suites)
+    with pytest.raises(cli.UsageError, match="'full' is not in suite tiny-listops"):
+        plan(suite, ["full"])
 
 
 def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path):
@@ -94,24 +102,24 @@ def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path)
         "mechanisms": ["linear", "s4d"], "paper": {"linear": 16.13, "s4d": 60.0},
         "paper_source": "published",
     }))
-    suite = reproduce.load_suite("mixed", tmp_path)
-    linear, s4d = reproduce.plan(suite, runs_dir=tmp_path)
+    suite = load_suite("mixed", tmp_path)
+    linear, s4d = plan(suite, runs_dir=tmp_path)
     assert linear.command.count("learning_rate") == 1
     assert s4d.command.index("learning_rate=0.0001") < s4d.command.index("learning_rate=0.001 ")
     rows = [{"mechanism": m, "test_accuracy": 0.45, "best_val_accuracy": 0.5, "chance": 0.17,
              "final_train_accuracy": train} for m, train in (("linear", 0.6), ("s4d", None))]
-    text = reproduce.suite_table("mixed", rows, suite)
+    text = report.suite_table("mixed", rows, suite)
     assert "| published % |" in text
     assert "| `linear` | 45.0 | 50.0 | 60.0 | 16.13 | 17.0 | met |" in text
     assert "| `s4d` | 45.0 | 50.0 |  | 60.00 | 17.0 | missed (50.0) |" in text
-    assert "`s4d` 50.0%" in reproduce.suite_heading(suite)
+    assert "`s4d` 50.0%" in report.suite_heading(suite)
 
 
 def test_a_stored_command_survives_the_shell_when_a_setting_holds_spaces(tmp_path):
     (tmp_path / "spaced.yaml").write_text(yaml.safe_dump({
         "task": "listops", "mechanisms": ["linear"], "paper": {},
         "overrides": ["task.params.generator_spec={train: 20, min_length: 40}"]}))
-    (run,) = reproduce.plan(reproduce.load_suite("spaced", tmp_path), runs_dir=tmp_path)
+    (run,) = plan(load_suite("spaced", tmp_path), runs_dir=tmp_path)
     words = shlex.split(run.command)
     assert words[:3] == ["python", "-m", "arena_tf.train"] and words[3:] == run.arguments
     assert "--set=task.params.generator_spec={train: 20, min_length: 40}" in words
@@ -122,14 +130,14 @@ def test_a_time_limit_pauses_at_a_checkpoint_and_resume_finishes(setting, capfd)
     checkpoints the step it reached and exits 3, the suite stops there, and --resume continues it
     to the end."""
     suite, runs_dir, results, doc, suites = setting
-    (linear,) = reproduce.plan(suite, ["linear"], runs_dir=runs_dir)
-    runs = reproduce.plan(suite, ["linear"], runs_dir=runs_dir)
+    (linear,) = plan(suite, ["linear"], runs_dir=runs_dir)
+    runs = plan(suite, ["linear"], runs_dir=runs_dir)
     # a limit of 0 s: every run trains one step, then pauses
-    assert reproduce.run_suite(suite, runs, False, results, doc, suites, time_limit=0) == 0
+    assert running.run_suite(suite, runs, False, results, doc, suites, time_limit=0) == 0
     out = capfd.readouterr().out
     assert "paused at step 1 of 4" in out and "rerun with --resume to continue it" in out
     assert linear.state() == "interrupted" and not results.exists()
-    assert reproduce.checkpoint_steps(linear.run_dir / "checkpoints") == [1]
+    assert checkpoint_steps(linear.run_dir / "checkpoints") == [1]
     first_seconds = read_scalars(linear.run_dir / "train")["train_seconds"][1]
     assert run_suite(setting, ["linear"], resume=True) == 1
     (row,) = json.loads(results.read_text())
@@ -145,8 +153,8 @@ def test_a_run_resumed_from_a_checkpoint_without_its_time_reports_a_lower_bound(
     """A checkpoint written before training times were kept: the total is unknown, so the row
     keeps the last session's time and steps, and the report says that the run took longer."""
     suite, runs_dir, results, doc, suites = setting
-    runs = reproduce.plan(suite, ["linear"], runs_dir=runs_dir)
-    assert reproduce.run_suite(suite, runs, False, results, doc, suites, time_limit=0) == 0
+    runs = plan(suite, ["linear"], runs_dir=runs_dir)
+    assert running.run_suite(suite, runs, False, results, doc, suites, time_limit=0) == 0
     for events in (runs[0].run_dir / "train").iterdir():  # as an older run's: no time in them
         events.unlink()
     assert run_suite(setting, ["linear"], resume=True) == 1
@@ -161,23 +169,23 @@ def test_a_suite_of_several_tasks_runs_each_and_reports_each_beside_its_paper(tm
         "task": ["listops", "image"], "mechanisms": ["full", "linear"],
         "paper": {"listops": {"full": 36.37, "linear": 16.13}, "image": {"full": 42.44}},
     }))
-    suite = reproduce.load_suite("two", tmp_path)
-    runs = reproduce.plan(suite, runs_dir=tmp_path / "runs")
+    suite = load_suite("two", tmp_path)
+    runs = plan(suite, runs_dir=tmp_path / "runs")
     assert [(run.task_name, run.mechanism) for run in runs] == [
         ("listops", "full"), ("listops", "linear"), ("image", "full"), ("image", "linear")]
     assert runs[2].run_dir == tmp_path / "runs" / "two" / "image" / "full-seed0"
     assert runs[2].command.startswith("python -m arena_tf.train --task=image --model=full")
-    assert reproduce.plan(suite, ["linear"], tasks=["image"],
+    assert plan(suite, ["linear"], tasks=["image"],
                           runs_dir=tmp_path / "runs") == runs[3:]
-    with pytest.raises(reproduce.cli.UsageError, match="task 'text' is not in suite two"):
-        reproduce.plan(suite, tasks=["text"])
+    with pytest.raises(cli.UsageError, match="task 'text' is not in suite two"):
+        plan(suite, tasks=["text"])
     rows = [{"suite": "two", "task": "image", "mechanism": "full", "seed": 0,
              "test_accuracy": 0.4, "best_val_accuracy": 0.41, "chance": 0.1, "steps": 9,
              "train_seconds": 60, "device": "NVIDIA H100 x1", "git_commit": "abc",
              "command": runs[2].command}]
     results = tmp_path / "results.json"
     results.write_text(json.dumps(rows))
-    text = reproduce.report(results, tmp_path / "doc.md", tmp_path).read_text()
+    text = write_report(results, tmp_path / "doc.md", tmp_path).read_text()
     listops, image = text.split("### listops\n")[1].split("### image\n")
     assert "| `full` | missing: not run yet |  |  | 36.37 |" in listops
     assert "| `full` | 40.0 | 41.0 |  | 42.44 | 10.0 |" in image
@@ -200,12 +208,12 @@ def test_a_row_of_another_backend_shows_a_command_that_runs_it_there(tmp_path):
         report_row("a", "full", 0.19, command.format("full"), backend="jax",
                    device="NVIDIA H200 x1"),
         report_row("a", "linear", 0.36, command.format("linear"), backend="tensorflow")]))
-    text = reproduce.report(results, tmp_path / "doc.md", tmp_path).read_text()
+    text = write_report(results, tmp_path / "doc.md", tmp_path).read_text()
     assert "| NVIDIA H200 x1, jax | abc | `KERAS_BACKEND=jax python -m arena_tf.train " \
            "--task=listops --model=full` |" in text
     assert "| CPU, tensorflow | abc | `python -m arena_tf.train --task=listops --model=linear` |" \
         in text
-    assert reproduce.command_of({"command": "KERAS_BACKEND=jax x", "backend": "jax"}) == (
+    assert command_of({"command": "KERAS_BACKEND=jax x", "backend": "jax"}) == (
         "KERAS_BACKEND=jax x")
 
 
@@ -223,7 +231,7 @@ def test_the_report_sets_each_mechanisms_attempts_side_by_side_with_what_differs
             for (suite, mechanism), accuracy in zip(commands, (0.179, 0.352, 0.18))]
     results = tmp_path / "results.json"
     results.write_text(json.dumps(rows))
-    text = reproduce.report(results, tmp_path / "doc.md", tmp_path).read_text()
+    text = write_report(results, tmp_path / "doc.md", tmp_path).read_text()
     attempts = text.split("## Attempts: what changed the result\n")[1]
     assert "### listops: `linear`" in attempts and "`local`" not in attempts
     first = "| a | 0 | data_dir=unset model.pooling=unset train.learning_rate=0.0001 | 17.9 |"
@@ -243,20 +251,20 @@ def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_p
     ours, theirs = tmp_path / "results.json", tmp_path / "results-1.json"
     ours.write_text(json.dumps([result("linear", 0.36)]))
     theirs.write_text(json.dumps([result("linear", 0.36), result("local", 0.35)]))
-    assert reproduce.merge([theirs], ours) == 1
-    assert reproduce.merge([theirs], ours) == 0
+    assert merge([theirs], ours) == 1
+    assert merge([theirs], ours) == 0
     assert [(r["mechanism"], r["test_accuracy"]) for r in json.loads(ours.read_text())] == [
         ("linear", 0.36), ("local", 0.35)]
     before = ours.read_text()
     theirs.write_text(json.dumps([result("full", 0.3), result("linear", 0.2)]))
-    with pytest.raises(reproduce.cli.UsageError, match="another result for tiny-listops/listops/"
+    with pytest.raises(cli.UsageError, match="another result for tiny-listops/listops/"
                                                        "linear/0"):
-        reproduce.merge([theirs], ours)
+        merge([theirs], ours)
     (tmp_path / "bad.json").write_text("{}")
-    with pytest.raises(reproduce.cli.UsageError, match="is not a results.json"):
-        reproduce.merge([tmp_path / "bad.json"], ours)
+    with pytest.raises(cli.UsageError, match="is not a results.json"):
+        merge([tmp_path / "bad.json"], ours)
     assert ours.read_text() == before
-    assert reproduce.main(["cpu-listops", str(theirs)]) == 2
+    assert reproduce_main(["cpu-listops", str(theirs)]) == 2
     assert_one_error_line(capfd.readouterr().err, "results files are read by `merge` alone")
 
 
@@ -269,29 +277,29 @@ def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trai
     again in the next fresh checkout."""
     suite, runs_dir, results, doc, suites = setting
     paused = runs_dir.parent / "paused"
-    runs = reproduce.plan(suite, ["linear"], runs_dir=runs_dir, paused_dir=paused)
-    assert reproduce.run_suite(suite, runs, False, results, doc, suites, time_limit=0) == 0
-    reproduce.pack_unfinished(runs, results)
+    runs = plan(suite, ["linear"], runs_dir=runs_dir, paused_dir=paused)
+    assert running.run_suite(suite, runs, False, results, doc, suites, time_limit=0) == 0
+    pack_unfinished(runs, results)
     archive = paused / "tiny-listops" / "linear-seed0.tar.gz"
     assert f"packed {runs[0].run_dir} at step 1 into {archive}" in capfd.readouterr().out
-    assert reproduce.paused_runs.archived(archive) == (1, "tensorflow")
+    assert paused_runs.archived(archive) == (1, "tensorflow")
     carried = archive.read_bytes()
-    monkeypatch.setattr(reproduce.paused_runs, "MAX_MB", 0)  # too large to keep in git
+    monkeypatch.setattr(paused_runs, "MAX_MB", 0)  # too large to keep in git
     archive.rename(archive.with_suffix(".kept"))
-    reproduce.pack_unfinished(runs, results)
+    pack_unfinished(runs, results)
     assert "not carried" in capfd.readouterr().out and not archive.exists()
     archive.with_suffix(".kept").rename(archive)
 
     shutil.rmtree(runs_dir)  # the next session's fresh checkout
     assert runs[0].state() == "paused"
-    monkeypatch.setattr(reproduce, "keras_backend", lambda: "jax")  # another backend: starts over
+    monkeypatch.setattr(suites_module, "keras_backend", lambda: "jax")  # another backend: starts over
     assert runs[0].state() == "new"
     monkeypatch.undo()
-    reproduce.report(results, doc, suites, paused)
+    write_report(results, doc, suites, paused)
     assert "| `linear` | missing: paused at step 1 (carried in paused/) |" in doc.read_text()
-    with pytest.raises(reproduce.cli.UsageError, match="were interrupted"):
-        reproduce.run_suite(suite, runs, False, results, doc, suites)
-    assert reproduce.run_suite(suite, runs, True, results, doc, suites) == 1
+    with pytest.raises(cli.UsageError, match="were interrupted"):
+        running.run_suite(suite, runs, False, results, doc, suites)
+    assert running.run_suite(suite, runs, True, results, doc, suites) == 1
     assert "resumed from" in capfd.readouterr().out
     (row,) = json.loads(results.read_text())
     metrics = json.loads((runs[0].run_dir / "metrics.json").read_text())
@@ -300,10 +308,10 @@ def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trai
 
     shutil.rmtree(runs_dir)  # another fresh checkout: the recorded run is done, not retrained
     archive.write_bytes(carried)  # as if another machine had carried it meanwhile
-    assert reproduce.run_suite(suite, runs, False, results, doc, suites) == 0
+    assert running.run_suite(suite, runs, False, results, doc, suites) == 0
     assert "recorded in results.json" in capfd.readouterr().out
     assert not runs_dir.exists()
-    reproduce.pack_unfinished(runs, results)  # a recorded run's carried checkpoint is dropped
+    pack_unfinished(runs, results)  # a recorded run's carried checkpoint is dropped
     assert not archive.exists()
 
 
@@ -315,9 +323,9 @@ def test_a_rerun_takes_the_rows_own_command_and_is_reported_beside_it(setting, c
     assert run_suite(setting, ["linear"]) == 1
     (row,) = json.loads(results.read_text())
     edited = dataclasses.replace(suite, overrides=(*suite.overrides, "train.learning_rate=0.5"))
-    runs = reproduce.plan(edited, ["linear"], runs_dir=runs_dir)
+    runs = plan(edited, ["linear"], runs_dir=runs_dir)
     reruns_dir = runs_dir.parent / "reruns"
-    assert reproduce.rerun_rows(edited, runs, results, doc, suites, reruns_dir=reruns_dir) == 1
+    assert rerun_rows(edited, runs, results, doc, suites, reruns_dir=reruns_dir) == 1
     rerun_dir = reruns_dir / "tiny-listops" / "listops" / "linear-seed0"
     assert "learning_rate: 0.003" in (rerun_dir / "config.yaml").read_text()  # the row's, not 0.5
     (rerun,) = json.loads(results.read_text())[0]["reruns"]
@@ -325,7 +333,7 @@ def test_a_rerun_takes_the_rows_own_command_and_is_reported_beside_it(setting, c
     points = 100 * (rerun["test_accuracy"] - row["test_accuracy"])
     assert f"{100 * rerun['test_accuracy']:.2f} ({points:+.2f}, " in doc.read_text()
     assert f"({points:+.2f} points)" in capfd.readouterr().out
-    assert reproduce.rerun_rows(edited, runs, results, doc, suites, reruns_dir=reruns_dir) == 0
+    assert rerun_rows(edited, runs, results, doc, suites, reruns_dir=reruns_dir) == 0
     assert len(json.loads(results.read_text())[0]["reruns"]) == 1
 
     far = {**row, "reruns": [{**rerun, "test_accuracy": row["test_accuracy"] + 0.031}]}
@@ -338,8 +346,8 @@ def test_merge_adds_the_reruns_another_machine_made_of_our_rows(tmp_path):
     ours.write_text(json.dumps([result("linear", 0.36)]))
     rerun = {"test_accuracy": 0.35, "device": "NVIDIA H200 x1", "backend": "jax"}
     theirs.write_text(json.dumps([{**result("linear", 0.36), "reruns": [rerun]}]))
-    assert reproduce.merge([theirs], ours) == 1
-    assert reproduce.merge([theirs], ours) == 0
+    assert merge([theirs], ours) == 1
+    assert merge([theirs], ours) == 0
     assert json.loads(ours.read_text())[0]["reruns"] == [rerun]
 
 
@@ -347,7 +355,7 @@ def test_readme_summary_is_the_generated_one():
     """The README's reproduction tables are those of docs/reproduction/results.json (and the runs
     carried in paused/): `reproduce report` rewrites them whenever it writes the repository's
     report."""
-    text = reproduce.README.read_text()
-    rows = reproduce.read_results()
-    assert "| `linformer` |" in reproduce.readme_summary(rows)
-    assert reproduce.with_summary(text, rows) == text, "run `python -m arena_tf.reproduce report`"
+    text = report.README.read_text()
+    rows = read_results()
+    assert "| `linformer` |" in report.readme_summary(rows)
+    assert report.with_summary(text, rows) == text, "run `python -m arena_tf.reproduce report`"

@@ -21,7 +21,7 @@ import tarfile
 from arena_tf import files
 from arena_tf.training.run_dir import CHECKPOINT_FORMATS, checkpoint_steps
 
-PAUSED = pathlib.Path(__file__).resolve().parent.parent / "docs" / "reproduction" / "paused"
+PAUSED = pathlib.Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "paused"
 SUFFIX = ".tar.gz"
 KEPT = ("config.yaml", "train", "validation")  # beside the newest checkpoint
 MAX_MB = 24  # larger archives are not kept in the repository (the LRA models' runs start again)

@@ -1,0 +1,157 @@
+"""results.json: one row per finished run, with the command that reproduces it.
+
+A row holds the run's suite, task, mechanism and seed (its key), its test and best validation
+accuracy, steps, training time, device, backend, commit, date and command; rows are written
+atomically, and `merge` adds those another machine recorded without ever overwriting one.
+"""
+
+import datetime
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+
+from arena_tf import cli, files
+from arena_tf.reproduce.suites import ROOT
+from arena_tf.training.loop import cpu_device
+
+RESULTS = ROOT / "docs" / "reproduction" / "results.json"
+TRAIN_WINDOWS = 10  # logged training windows averaged into a row's final training accuracy
+
+
+def git_commit():
+    """The checkout's commit, '+dirty' when tracked files differ from it; outside git (a copy of
+    the working tree on a lent machine) the ARENA_TF_COMMIT the copy was made from, else None."""
+    if os.environ.get("ARENA_TF_COMMIT"):
+        return os.environ["ARENA_TF_COMMIT"]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
+
+
+def result_row(run):
+    """The results.json row of a finished run, from its metrics.json and TensorBoard events."""
+    from arena_tf.training.events import read_scalars
+
+    metrics = json.loads((run.run_dir / "metrics.json").read_text())
+    curve = read_scalars(run.run_dir / "validation").get("accuracy", {})
+    trained = read_scalars(run.run_dir / "train").get("accuracy", {})
+    return {
+        "suite": run.suite.name, "task": run.task_name, "mechanism": run.mechanism,
+        "seed": run.seed, "test_accuracy": metrics["test_accuracy"],
+        "best_val_accuracy": max(curve.values(), default=metrics["validation_accuracy"]),
+        "chance": metrics.get("test_chance"), "test_examples": metrics["test_examples"],
+        "steps": metrics["steps"], **training_time(metrics),
+        "device": metrics.get("device") or cpu_device(), "backend": metrics.get("backend"),
+        "git_commit": git_commit(),
+        "date": datetime.date.today().isoformat(),
+        "command": command_of({"command": run.command, "backend": metrics.get("backend")}),
+        "validation_curve": [[step, value] for step, value in sorted(curve.items())],
+        "final_train_accuracy": final_train_accuracy(trained),
+    }
+
+
+def training_time(metrics):
+    """{"train_seconds": the whole run's} (over every session it was resumed in), or, for a run
+    resumed from a checkpoint that carries no time, {"train_seconds": None, "last_session":
+    {"seconds", "steps"}}: what the last session took, a lower bound."""
+    total = metrics.get("train_seconds")
+    if total is None and metrics.get("trained_steps", metrics["steps"]) == metrics["steps"]:
+        total = metrics["wall_time_s"]  # not resumed (or written before train_seconds existed)
+    if total is not None:
+        return {"train_seconds": round(total, 1)}
+    return {"train_seconds": None, "last_session": {"seconds": round(metrics["wall_time_s"], 1),
+                                                    "steps": metrics["trained_steps"]}}
+
+
+def command_of(row):
+    """The row's command as a shell runs it: a backend other than the default TensorFlow named in
+    front (KERAS_BACKEND=jax ...), also for rows recorded before the command carried it."""
+    backend, command = row.get("backend"), row["command"]
+    if backend in (None, "tensorflow") or command.startswith("KERAS_BACKEND="):
+        return command
+    return f"KERAS_BACKEND={backend} {command}"
+
+
+def final_train_accuracy(accuracy_by_step):
+    """Mean training accuracy of the last TRAIN_WINDOWS logged windows (None without any): beside
+    the validation accuracy it tells a model that underfits from one that overfits."""
+    last = [value for _, value in sorted(accuracy_by_step.items())[-TRAIN_WINDOWS:]]
+    return statistics.fmean(last) if last else None
+
+
+def read_results(path=RESULTS):
+    path = pathlib.Path(path)
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
+def row_key(row):
+    """What identifies a results.json row: its suite, task, mechanism and seed."""
+    return row["suite"], row["task"], row["mechanism"], row["seed"]
+
+
+def record(row, path=RESULTS):
+    """results.json with `row` in place of any row of the same suite, task, mechanism and seed."""
+    return record_all([row], path)
+
+
+def record_all(new_rows, path=RESULTS):
+    """results.json with `new_rows` in place of any rows of the same keys, written once."""
+    new = {row_key(r): r for r in new_rows}
+    rows = [r for r in read_results(path) if row_key(r) not in new] + list(new.values())
+    rows.sort(key=row_key)
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    files.write_json(path, rows)
+    return rows
+
+
+def without_reruns(row):
+    return {name: value for name, value in row.items() if name != "reruns"}
+
+
+def merge(paths, results=RESULTS):
+    """Record the rows of other results.json files (a lent machine's copies) that ours lacks, and
+    the re-runs of our rows that ours lacks; the number of rows added or given re-runs. A row that
+    differs from ours (re-runs aside) under the same suite, task, mechanism and seed is refused in
+    one line before anything is written, never overwritten."""
+    ours = {row_key(r): r for r in read_results(results)}
+    new = {}
+    for path in paths:
+        try:
+            listed = json.loads(pathlib.Path(path).read_text())
+            if not isinstance(listed, list):
+                raise TypeError(f"a {type(listed).__name__}, not a list")
+            rows = {row_key(r): r for r in listed}
+        except (OSError, ValueError, TypeError, KeyError) as error:
+            raise cli.UsageError(f"{path} is not a results.json ({error})",
+                                 "a JSON list of rows that `reproduce SUITE` wrote",
+                                 "name the results-N.json files a lent machine brought back") \
+                from None
+        for name, row in rows.items():
+            known = new.get(name, ours.get(name))
+            if known is None:
+                new[name] = row
+                continue
+            if without_reruns(known) != without_reruns(row):
+                raise cli.UsageError(f"{path} has another result for {'/'.join(map(str, name))}",
+                                     "rows that results.json lacks or holds unchanged (re-runs "
+                                     "aside)",
+                                     "remove the older row from one of the files, then merge")
+            extra = [e for e in row.get("reruns", ()) if e not in known.get("reruns", ())]
+            if extra:
+                new[name] = {**known, "reruns": [*known.get("reruns", ()), *extra]}
+    if new:
+        record_all(new.values(), results)
+    return len(new)
+
+
+def recorded_runs(suite, results=RESULTS):
+    """The (task, mechanism, seed) of the suite's rows in results.json."""
+    return {(r["task"], r["mechanism"], r["seed"]) for r in read_results(results)
+            if r["suite"] == suite.name}

@@ -292,7 +292,7 @@ def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trai
 
     shutil.rmtree(runs_dir)  # the next session's fresh checkout
     assert runs[0].state() == "paused"
-    monkeypatch.setattr(suites_module, "keras_backend", lambda: "jax")  # another backend: starts over
+    monkeypatch.setattr(suites_module, "keras_backend", lambda: "jax")  # another backend
     assert runs[0].state() == "new"
     monkeypatch.undo()
     write_report(results, doc, suites, paused)

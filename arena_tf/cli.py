@@ -19,6 +19,7 @@ import sys
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
+EXIT_BROKEN_PIPE = 141  # the shells' status of a writer whose reader left (128 + SIGPIPE)
 
 
 def error_line(what, expected=None, fix=None):
@@ -64,9 +65,14 @@ def run_main(body, debug=False, usage=(), failures=()):
 
     `CommandError`s, and the exception types listed in `usage` (exit 2) or `failures` (exit 1),
     become one line on stderr; anything else is a bug and keeps its traceback. `debug` re-raises.
+    Output whose reader went away (`... --list | head`) ends the command quietly (exit 141).
     """
     try:
         return body() or 0
+    except BrokenPipeError:
+        # What is left in stdout's buffer would fail again when Python flushes it at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except (CommandError, *usage, *failures) as error:
         if debug or os.environ.get("ARENA_TF_DEBUG"):
             raise

@@ -1,0 +1,21 @@
+"""The commands' shared entry point (arena_tf/cli.py) as a user meets it in a shell."""
+
+import subprocess
+import sys
+
+from arena_tf import cli
+
+MANY_LINES = ("import sys; from arena_tf import cli; "
+              "sys.exit(cli.run_main(lambda: [print(i) for i in range(200_000)] and None))")
+
+
+def test_output_cut_short_by_its_reader_ends_quietly():
+    """`python -m arena_tf.reproduce SUITE --list | head -1`: the reader leaves after one line; the
+    command stops with the shells' status for it and no traceback (200,000 lines overfill the
+    pipe, so the writer is still writing when the reader closes it)."""
+    child = subprocess.Popen([sys.executable, "-c", MANY_LINES], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "0\n"
+    child.stdout.close()
+    assert child.wait(timeout=120) == cli.EXIT_BROKEN_PIPE
+    assert child.stderr.read() == ""

@@ -15,6 +15,7 @@ arguments with `ArgumentParser` (whose own errors take the same form) and call `
 
 import argparse
 import os
+import select
 import sys
 
 EXIT_USAGE = 2
@@ -60,16 +61,30 @@ def report(error, stream=None):
     print(f"error: {message[0] if message else type(error).__name__}", file=stream or sys.stderr)
 
 
+def stdout_reader_gone():
+    """True when stdout is a pipe whose reading end is closed (poll reports an error on it)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a descriptor
+        return False
+    poller = select.poll()
+    poller.register(descriptor, 0)  # errors and hang-ups are reported whatever is asked
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
 def run_main(body, debug=False, usage=(), failures=()):
     """Call `body()` and return its exit status (None means 0).
 
     `CommandError`s, and the exception types listed in `usage` (exit 2) or `failures` (exit 1),
     become one line on stderr; anything else is a bug and keeps its traceback. `debug` re-raises.
-    Output whose reader went away (`... --list | head`) ends the command quietly (exit 141).
+    Output whose reader went away (`... --list | head`) ends the command quietly (exit 141); a
+    broken pipe elsewhere (a child process's) is not the user's doing and keeps its traceback.
     """
     try:
         return body() or 0
     except BrokenPipeError:
+        if not stdout_reader_gone():
+            raise
         # What is left in stdout's buffer would fail again when Python flushes it at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE

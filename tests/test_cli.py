@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from arena_tf import cli
 
 MANY_LINES = ("import sys; from arena_tf import cli; "
@@ -19,3 +21,13 @@ def test_output_cut_short_by_its_reader_ends_quietly():
     child.stdout.close()
     assert child.wait(timeout=120) == cli.EXIT_BROKEN_PIPE
     assert child.stderr.read() == ""
+
+
+def test_a_broken_pipe_that_is_not_stdout_keeps_its_traceback():
+    """A child process that went away is a fault to see, not a reader that had enough."""
+
+    def body():
+        raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(BrokenPipeError):
+        cli.run_main(body)

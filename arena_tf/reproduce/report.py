@@ -98,11 +98,15 @@ def plot_curves(name, rows, path):
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
     several = len({row["task"] for row in rows}) > 1
+    # One colour per task and mechanism (20 apart), one line style per seed.
+    palette, colours = plt.get_cmap("tab20"), {}
     for row in rows:
         if row.get("validation_curve"):
             steps, values = zip(*row["validation_curve"])
             label = f"{row['task'] + ' ' if several else ''}{row['mechanism']} s{row['seed']}"
-            axes.plot(steps, [100 * v for v in values], label=label)
+            colour = colours.setdefault((row["task"], row["mechanism"]), palette(len(colours) % 20))
+            axes.plot(steps, [100 * v for v in values], label=label, color=colour,
+                      linestyle=("-", "--", ":", "-.")[row["seed"] % 4])
     axes.set(xlabel="step", ylabel="validation accuracy (%)", title=f"{name}: learning curves")
     axes.legend(fontsize=7, ncol=2)
     figure.tight_layout()

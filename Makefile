@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long clean
+.PHONY: run test test-long docs clean
 
 $(STAMP): setup.py constraints.txt
 	@echo "Setting up $(VENV): TensorFlow, JAX and the pinned packages of constraints.txt (first time only; a few minutes)"
@@ -24,6 +24,10 @@ test: $(STAMP)
 # Learning checks too long for every run (Pathfinder: about 30 minutes on 2 CPU cores).
 test-long: $(STAMP)
 	ARENA_TF_LONG_TESTS=1 $(PY) -m pytest -q -rA tests/train/test_learning.py
+
+# The generated docs (reports, the README's results, the layer catalogue) from their sources.
+docs: $(STAMP)
+	$(PY) tools/regenerate_docs.py
 
 clean:
 	rm -rf $(VENV) runs

@@ -37,7 +37,7 @@ EXTRAS = {
     "serving": ["mlcommons-loadgen>=6,<7", "codecarbon>=3,<4", "nvidia-ml-py>=12"],
     # The third serving runtime and its exporter (export/to_openvino.py); CPU.
     "openvino": ["openvino>=2026.4,<2027"],
-    "dev": ["pytest>=8", "pytest-xdist>=3", "ruff"],
+    "dev": ["pytest>=8", "pytest-xdist>=3", "ruff", "hypothesis>=6"],
 }
 
 setup(

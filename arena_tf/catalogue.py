@@ -1,19 +1,17 @@
-"""The README's catalogue of attention mechanisms, generated from the registry.
+"""The catalogue of mechanisms (arena_tf/layers/README.md), generated from the registry.
 
     python -m arena_tf.catalogue            # print the Markdown table
-    python -m arena_tf.catalogue --write    # replace the table between the README's markers
+    make docs                               # write it into arena_tf/layers/README.md (and the rest)
 """
 
-import argparse
 import inspect
-import pathlib
 
 import arena_tf.layers as layers
+from arena_tf import cli
 from arena_tf.layers.base import Attention
 from arena_tf.markdown import replace_section
 
 BASE_PARAMS = set(inspect.signature(Attention.__init__).parameters) - {"self", "kwargs"}
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
 
 def mechanism_params(cls):
@@ -32,17 +30,16 @@ def table():
 
 
 def with_table(text):
-    """README text with the table between the markers replaced by the generated one."""
+    """Text with the table between its catalogue markers replaced by the generated one."""
     return replace_section(text, "catalogue", table())
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Print or write the README's mechanism table.")
-    parser.add_argument("--write", action="store_true", help="update README.md in place")
-    if parser.parse_args(argv).write:
-        README.write_text(with_table(README.read_text()))
-    else:
-        print(table())
+    cli.ArgumentParser(prog="python -m arena_tf.catalogue",
+                       description="Print the catalogue of mechanisms as a Markdown table "
+                                   "(`make docs` writes it into arena_tf/layers/README.md).",
+                       ).parse_args(argv)
+    return cli.run_main(lambda: print(table()))
 
 
 if __name__ == "__main__":

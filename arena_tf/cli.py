@@ -11,10 +11,17 @@ arguments with `ArgumentParser` (whose own errors take the same form) and call `
     def main(argv=None):
         args = parser.parse_args(argv)
         return run_main(lambda: run(args), debug=args.debug)
+
+`run_main` is each command's one error boundary: any other exception is one line `error: internal
+error: <type>: <message>; ...; rerun with --debug` (exit 1), Ctrl-C one line (exit 130), a reader
+that left stdout (`| head`) a quiet exit 141. Before any of that, importing arena_tf checks
+KERAS_BACKEND (`check_keras_backend`: Keras' own import would fail with a traceback) and makes a
+Ctrl-C while TensorFlow imports the same one line (`quiet_interrupts`).
 """
 
 import argparse
 import os
+import pathlib
 import select
 import sys
 
@@ -56,7 +63,7 @@ class RunError(CommandError):
 
 
 def report(error, stream=None):
-    """Print `error: <message>` (its first line only) on stderr."""
+    """Print `error: <message>` (its first line only) on stderr; `error` may be the line itself."""
     message = str(error).strip().splitlines()
     print(f"error: {message[0] if message else type(error).__name__}", file=stream or sys.stderr)
 
@@ -73,54 +80,273 @@ def stdout_reader_gone():
 
 
 def run_main(body, debug=False, usage=(), failures=()):
-    """Call `body()` and return its exit status (None means 0).
+    """Call `body()` and return its exit status (None means 0): the one error boundary of a command.
 
     `CommandError`s, and the exception types listed in `usage` (exit 2) or `failures` (exit 1),
-    become one line on stderr; anything else is a bug and keeps its traceback. `debug` re-raises.
-    Output whose reader went away (`... --list | head`) ends the command quietly (exit 141); a
-    broken pipe elsewhere (a child process's) is not the user's doing and keeps its traceback.
+    become their one line on stderr; any other exception is a bug, reported in one line as an
+    internal error (exit 1); Ctrl-C is one line and exit 130; output whose reader went away
+    (`... | head`) ends the command quietly with 141. `debug` (or ARENA_TF_DEBUG) re-raises instead,
+    for the traceback.
     """
+    debug = debug or bool(os.environ.get("ARENA_TF_DEBUG"))
     try:
-        return body() or 0
-    except BrokenPipeError:
-        if not stdout_reader_gone():
+        status = body() or 0
+        sys.stdout.flush()  # a reader gone shows here, not in Python's flush at exit
+        return status
+    except BaseException as error:  # noqa: B036 (the boundary: every error becomes one line)
+        if debug or isinstance(error, SystemExit):
             raise
+        return ended(error, usage, failures)
+
+
+def ended(error, usage=(), failures=()):
+    """The exit status for `error` caught at a command's boundary, its one line printed."""
+    if stdout_reader_left(error):
         # What is left in stdout's buffer would fail again when Python flushes it at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-    except (CommandError, *usage, *failures) as error:
-        if debug or os.environ.get("ARENA_TF_DEBUG"):
-            raise
-        report(error)
-        if isinstance(error, CommandError):
-            return error.exit_code
-        return EXIT_USAGE if isinstance(error, tuple(usage)) else EXIT_FAILURE
+    line, status = outcome(error, usage, failures)
+    report(line)
+    return status
+
+
+def outcome(error, usage=(), failures=()):
+    """(the one line, the exit status) for `error`: a CommandError's own; a listed exception's
+    message (exit 2 for `usage`, 1 for `failures`); Ctrl-C; memory that ran out (exit 1);
+    anything else an internal error."""
+    if isinstance(error, KeyboardInterrupt):
+        return INTERRUPTED, EXIT_INTERRUPTED
+    if isinstance(error, MemoryError):
+        return error_line(f"out of memory ({' '.join(str(error).split())[:200] or 'MemoryError'})",
+                          "a run that fits in the memory available",
+                          "ask for less (fewer examples, a smaller batch or length)"), EXIT_FAILURE
+    if isinstance(error, CommandError):
+        return str(error), error.exit_code
+    if isinstance(error, tuple(usage) + tuple(failures)):
+        status = EXIT_USAGE if isinstance(error, tuple(usage)) else EXIT_FAILURE
+        styled = "; expected " in str(error)
+        return (str(error) if styled else error_line(error, *KNOWN_EXPECTED[status])), status
+    return internal_error_line(error), EXIT_FAILURE
+
+
+EXIT_INTERRUPTED = 130  # the shells' status of a command stopped by Ctrl-C (128 + SIGINT)
+INTERRUPTED = error_line("interrupted (Ctrl-C)", "the command to run to its end",
+                         "rerun it; outputs are written whole or not at all")
+KNOWN_EXPECTED = {  # the rest of the line for a listed exception that does not say it
+    EXIT_USAGE: ("the inputs the command's --help describes", "correct them and rerun"),
+    EXIT_FAILURE: ("the run to complete", "check the paths, permissions and free disk space, "
+                   "then rerun (--debug shows the traceback)"),
+}
+
+
+def internal_error_line(error):
+    """`internal error: <type>: <message>; expected ...; ... rerun with --debug`, one line."""
+    message = " ".join(str(error).split())[:300] or "(no message)"
+    return error_line(f"internal error: {type(error).__name__}: {message}",
+                      "no internal error", "please report it; rerun with --debug for the traceback")
+
+
+def stdout_reader_left(error):
+    """True when `error` (or the error it was raised from) is a broken pipe on a stdout whose
+    reader is gone; a child process's broken pipe is not the user's doing."""
+    causes = (error, error.__cause__, error.__context__)
+    return any(isinstance(e, BrokenPipeError) for e in causes) and stdout_reader_gone()
+
+
+def quiet_interrupts():
+    """Ctrl-C outside a command's boundary (while TensorFlow imports, before `run_main` is
+    called) prints the one line instead of a traceback (ARENA_TF_DEBUG keeps the traceback); the
+    process still ends by SIGINT (status 130 in a shell). arena_tf/__init__.py installs it."""
+    previous = sys.excepthook
+
+    def hook(kind, error, traceback):
+        if issubclass(kind, KeyboardInterrupt) and not os.environ.get("ARENA_TF_DEBUG"):
+            report(INTERRUPTED)
+            return
+        previous(kind, error, traceback)
+
+    sys.excepthook = hook
+
+
+KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
+
+
+def check_keras_backend(environ=os.environ):
+    """Exit with one line (status 2) when KERAS_BACKEND names no backend Keras has: Keras' own
+    import would fail with a traceback before any command could report it. Call before Keras is
+    imported (arena_tf/__init__.py does)."""
+    name = environ.get("KERAS_BACKEND")
+    if name is None or name in KERAS_BACKENDS:
+        return
+    report(error_line(f"KERAS_BACKEND={name!r} is not a Keras backend",
+                      f"one of {', '.join(KERAS_BACKENDS)} (this project trains on tensorflow "
+                      "and jax)", "set KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax, or unset it"))
+    raise SystemExit(EXIT_USAGE)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The one --help layout: the description as written, then each flag with its help and its
+    default (unless the help already says it)."""
+
+    def __init__(self, prog):
+        super().__init__(prog, max_help_position=32, width=100)
+
+    def _format_args(self, action, default_metavar):
+        if isinstance(action, Items):  # `--tasks NAME,...`, not argparse's `NAME [NAME ...]`
+            name = self._metavar_formatter(action, default_metavar or action.dest.upper())(1)[0]
+            return f"{name},..." if action.nargs != "*" else f"[{name},...]"
+        return super()._format_args(action, default_metavar)
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if (not action.option_strings or "default" in text or default is argparse.SUPPRESS
+                or default in (None, False, [])):
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})".strip()
+
+
+GRAMMAR = ("flags are --kebab-case (also accepted with underscores for hyphens); a list takes\n"
+           "commas or spaces (--tasks a,b or --tasks a b); precision is fp32, bf16 or fp16;\n"
+           "--debug shows the traceback of an error")
+
+
+def kebab(name):
+    """`--data_dir` -> `--data-dir`; positional names and short flags unchanged."""
+    return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
+
+
+def output_file(path, flag="--out"):
+    """`path` as a file a command may write: UsageError when it names a directory or its folder
+    does not exist (a user's mistake, found before anything is written)."""
+    path = pathlib.Path(path)
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a directory", "the path of a file to write",
+                         f"name a file, e.g. {flag} {path / 'out.jsonl'}")
+    if not path.parent.is_dir():
+        raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist",
+                         "a file in an existing folder", f"create {path.parent} first")
+    return path
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with `--debug` (before or after a subcommand) and usage errors in the one-line
-    style (exit 2)."""
+    """argparse in the garden's one grammar: `--kebab-case` flags (a flag declared `--snake_case`
+    is registered as `--snake-case`; the underscore spelling stays accepted, hidden from --help),
+    one --help layout (`HelpFormatter`, `GRAMMAR` as epilog), `--debug` (before or after a
+    subcommand) and usage errors in the one-line style (exit 2)."""
 
     debug_default = False
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs.setdefault("epilog", GRAMMAR)
         super().__init__(*args, **kwargs)
         self.add_argument("--debug", action="store_true", default=self.debug_default,
                           help="show the full traceback of an error instead of one line")
 
+    def _add_action(self, action):
+        action.option_strings = list(dict.fromkeys(map(kebab, action.option_strings)))
+        return super()._add_action(action)
+
+    def _add_container_actions(self, container):  # parents=[...]: their flags become kebab too
+        for action in container._actions:
+            action.option_strings = list(dict.fromkeys(map(kebab, action.option_strings)))
+        return super()._add_container_actions(container)
+
+    def add_argument_group(self, *args, **kwargs):
+        return kebab_group(super().add_argument_group(*args, **kwargs))
+
     def add_subparsers(self, **kwargs):
         kwargs.setdefault("parser_class", SubcommandParser)
         return super().add_subparsers(**kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(self.kebab_flags(args), namespace)
+
+    def kebab_flags(self, args):
+        """`args` with each `--snake_case[=value]` of a flag this parser knows as `--snake-case`
+        spelled that way (before a `--`); other tokens, and a subcommand's flags, unchanged."""
+        out = []
+        for position, token in enumerate(args):
+            if token == "--":
+                return out + args[position:]
+            name, equals, value = token.partition("=")
+            if name.startswith("--") and kebab(name) in self._option_string_actions:
+                token = kebab(name) + equals + value
+            out.append(token)
+        return out
 
     def error(self, message):
         self.exit(EXIT_USAGE, f"error: {message}; expected the arguments in "
                               f"`{self.prog} --help`; fix the command line\n")
 
 
+def kebab_group(group):
+    """An argument group whose flags are registered in kebab case, as the parser's own."""
+    add = group.add_argument
+    group.add_argument = lambda *names, **kwargs: add(*map(kebab, names), **kwargs)
+    return group
+
+
 class SubcommandParser(ArgumentParser):
     """A subcommand's parser: its --debug only sets the flag, never resets the main parser's."""
 
     debug_default = argparse.SUPPRESS
+
+
+class Items(argparse.Action):
+    """A list flag, given comma- or space-separated (`--tasks a,b` or `--tasks a b`, also
+    repeated): `type` converts each item and `choices` checks it, as for a single value.
+
+        parser.add_argument("--seeds", action=cli.Items, type=int, default=[0])
+    """
+
+    def __init__(self, option_strings, dest, nargs="+", type=None, choices=None, **kwargs):
+        self.item_type, self.allowed = type or str, choices
+        if choices is not None and "metavar" not in kwargs:
+            kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
+        super().__init__(option_strings, dest, nargs=nargs, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = [part.strip() for value in values for part in str(value).split(",")]
+        items = [self.item(part) for part in items if part]
+        if not items and self.nargs != "*":
+            raise argparse.ArgumentError(self, "expected at least one item")
+        setattr(namespace, self.dest, items)
+
+    def item(self, text):
+        try:
+            value = self.item_type(text)
+        except (TypeError, ValueError, argparse.ArgumentTypeError) as error:
+            raise argparse.ArgumentError(self, f"invalid item {text!r} ({error})") from None
+        if self.allowed is not None and value not in self.allowed:
+            raise argparse.ArgumentError(self, f"invalid choice: {text!r} (choose from "
+                                               f"{', '.join(map(repr, self.allowed))})")
+        return value
+
+
+# The one precision vocabulary: the short names, and Keras's dtype policies as synonyms.
+PRECISIONS = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+PRECISION_SYNONYMS = {**{name: name for name in PRECISIONS},
+                      **{policy: name for name, policy in PRECISIONS.items()},
+                      "bfloat16": "bf16", "float16": "fp16"}
+
+
+def precision(text):
+    """argparse type: a precision by its short name (fp32, bf16, fp16) or Keras's policy name
+    (float32, mixed_bfloat16, mixed_float16) -> the short name."""
+    try:
+        return PRECISION_SYNONYMS[text.strip().lower()]
+    except KeyError:
+        raise argparse.ArgumentTypeError(
+            f"unknown precision {text!r} (known: {', '.join(PRECISION_SYNONYMS)})") from None
+
+
+def keras_precision(text):
+    """argparse type: a precision in either vocabulary -> Keras's dtype policy name."""
+    return PRECISIONS[precision(text)]
 
 
 def quiet_tensorflow():

@@ -11,6 +11,7 @@ the key and the file it came from.
 
 import copy
 import dataclasses
+import math
 import pathlib
 import re
 from typing import Optional
@@ -18,6 +19,7 @@ from typing import Optional
 import yaml
 
 from arena_tf.cli import UsageError
+from arena_tf.settings import check_model_relations, check_ranges
 
 CONFIGS_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs"
 
@@ -75,34 +77,14 @@ class ModelConfig:
 
     def __post_init__(self):
         check_types(self)
-        for name in ("num_layers", "num_heads", "emb_dim", "qkv_dim", "mlp_dim", "max_len"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}={getattr(self, name)} is invalid", ">= 1",
-                                  f"set model.{name} to a positive integer")
-        for name in ("num_classes", "vocab_size"):
-            if getattr(self, name) < 2:
-                raise ConfigError(f"{name}={getattr(self, name)} is invalid", ">= 2",
-                                  "leave it to the task (it is derived from the data)")
-        for name in ("dropout", "attention_dropout"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ConfigError(f"{name}={getattr(self, name)} is invalid", "in [0, 1)",
-                                  f"set model.{name} to a rate such as 0.1")
-        if self.qkv_dim % self.num_heads:
-            raise ConfigError(
-                f"qkv_dim={self.qkv_dim} is not divisible by num_heads={self.num_heads}",
-                "a qkv_dim that is a multiple of num_heads",
-                "change model.qkv_dim or model.num_heads",
-            )
+        check_ranges("model", self, ConfigError)
         for name, choices in (("pooling", POOLINGS), ("position_embedding", POSITION_EMBEDDINGS),
                               ("token_embedding", TOKEN_EMBEDDINGS)):
             if getattr(self, name) not in choices:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is invalid",
                                   f"one of {', '.join(choices)}",
                                   f"set model.{name} to one of them")
-        if self.padding_id is not None and not 0 <= self.padding_id < self.vocab_size:
-            raise ConfigError(f"padding_id={self.padding_id} is outside the vocabulary",
-                              f"0 <= padding_id < vocab_size={self.vocab_size}, or None",
-                              "leave padding_id to the task")
+        check_model_relations(self, ConfigError)
 
     @property
     def head_dim(self):
@@ -142,7 +124,8 @@ def check_types(config):
 
 
 SCHEDULES = ("rsqrt", "cosine", "constant")
-PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+# "auto": mixed_bfloat16 where a GPU is detected, else float32 (arena_tf/training/auto_precision.py).
+PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +139,7 @@ class TaskConfig:
 
     def __post_init__(self):
         check_types(self)
+        check_ranges("task", self, ConfigError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +158,7 @@ class TrainConfig:
     checkpoint_every: int = 500
     keep_checkpoints: int = 3
     log_every: int = 50
-    precision: str = "float32"
+    precision: str = "auto"  # mixed_bfloat16 on a GPU, float32 elsewhere
     remat: bool = False  # recompute each encoder block in the backward pass (arena_tf/remat.py)
     # Step-size factors by weight name, e.g. {log_a_real: 0.1, a_imag: 0.1}: S4's state matrix
     # at a tenth of the network's rate (arena_tf/schedules.py: ScaledAdamW).
@@ -183,25 +167,15 @@ class TrainConfig:
 
     def __post_init__(self):
         check_types(self)
-        for name in ("batch_size", "num_train_steps", "eval_every", "checkpoint_every",
-                     "keep_checkpoints", "log_every"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"train.{name}={getattr(self, name)} is invalid", ">= 1",
-                                  f"set train.{name} to a positive integer")
-        if self.learning_rate <= 0:
-            raise ConfigError(f"train.learning_rate={self.learning_rate} is invalid", "> 0",
-                              "set train.learning_rate to a positive number such as 0.001")
-        for name in ("weight_decay", "warmup_steps"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"train.{name}={getattr(self, name)} is invalid", ">= 0",
-                                  f"set train.{name} to 0 or more")
+        check_ranges("train", self, ConfigError)
         for name, choices in (("schedule", SCHEDULES), ("precision", PRECISIONS)):
             if getattr(self, name) not in choices:
                 raise ConfigError(f"train.{name}={getattr(self, name)!r} is invalid",
                                   f"one of {', '.join(choices)}",
                                   f"set train.{name} to one of them")
         for name, scale in self.learning_rate_scales.items():
-            if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale <= 0:
+            if (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                    or not (math.isfinite(scale) and scale > 0)):
                 raise ConfigError(f"train.learning_rate_scales.{name}={scale!r} is invalid",
                                   "a positive number (a factor of the learning rate)",
                                   f"set train.learning_rate_scales.{name} to e.g. 0.1")
@@ -263,7 +237,12 @@ def _yaml_problem(error):
 def read_yaml(path):
     """A YAML mapping of sections; a clear error naming the file (and line) otherwise."""
     try:
-        data = yaml.load(pathlib.Path(path).read_text(), Loader=_UniqueKeyLoader) or {}
+        data = yaml.load(pathlib.Path(path).read_text(encoding="utf-8"),
+                         Loader=_UniqueKeyLoader) or {}
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}: "
+                          f"{error.object[error.start:error.start + 1]!r})",
+                          "a YAML file in UTF-8", f"save {path} as UTF-8") from None
     except yaml.YAMLError as error:
         problem, line = _yaml_problem(error)
         where = f" at line {line}" if line else ""
@@ -403,11 +382,16 @@ def read_run_config(run_dir):
     if not path.is_file():
         raise ConfigError(f"{run_dir} has no config.yaml",
                           "a run directory of `python -m arena_tf.train`",
-                          "pass the --run_dir of a finished training run")
+                          "pass the --run-dir of a finished training run")
     raw = read_yaml(path)
+    for name in SECTIONS:
+        if not isinstance(raw.get(name, {}), dict):
+            raise ConfigError(f"{path}: section {name} holds {raw[name]!r}, not keys and values",
+                              "the config.yaml that training wrote",
+                              "retrain into a fresh run directory, or restore the file")
     try:
         return ExperimentConfig(**{name: cls(**raw.get(name, {})) for name, cls in SECTIONS.items()})
     except (TypeError, ConfigError) as error:
         raise ConfigError(f"{path} is not a valid experiment config ({error})",
                           "the config.yaml that training wrote",
-                          "retrain into a fresh --run_dir") from None
+                          "retrain into a fresh --run-dir") from None

@@ -1,8 +1,8 @@
 """Build or check a task's data.
 
-    python -m arena_tf.data prepare --task=NAME [--data_dir=DIR] [--preview] [--preview_dir=DIR]
-    python -m arena_tf.data bench --task=NAME [--data_dir=DIR] [--batch_size=32] [--batches=200]
-    python -m arena_tf.data rows --task=NAME [--data_dir=DIR] [--split=test] [--limit=N]
+    python -m arena_tf.data prepare --task=NAME [--data-dir=DIR] [--preview] [--preview-dir=DIR]
+    python -m arena_tf.data bench --task=NAME [--data-dir=DIR] [--batch-size=32] [--batches=200]
+    python -m arena_tf.data rows --task=NAME [--data-dir=DIR] [--split=test] [--limit=N]
         [--out=FILE]
 
 All take `--set task.params.KEY=VALUE` (repeatable, as training does) for the task's own
@@ -10,7 +10,7 @@ parameters, e.g. `--set task.params.max_bad_images=20` or
 `--set 'task.params.generator_spec={train: 2000, validation: 100, test: 100}'`.
 
 Prints where the data comes from, each split's size and label balance; with --preview, a few
-examples decoded by the task (text lines; image tasks also save PNGs under --preview_dir).
+examples decoded by the task (text lines; image tasks also save PNGs under --preview-dir).
 `bench` times the training pipeline alone (shuffled, batched, prefetched, as training reads it) and
 prints examples/s, to compare with the examples/s of training in a run's metrics.json.
 `rows` writes a split's examples in the task's row form, the instances an Efficiency Pentathlon
@@ -31,12 +31,19 @@ every few seconds on stderr.
 """
 
 import argparse
+import itertools
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 
+import arena_tf.tasks as tasks
 from arena_tf import cli
+from arena_tf.config import ConfigError, deep_merge, parse_override
+from arena_tf.files import atomic_writer
+from arena_tf.progress import Progress
+from arena_tf.tasks import SPLITS, sources
 
 
 def build_parser():
@@ -45,22 +52,22 @@ def build_parser():
     commands = parser.add_subparsers(dest="command", required=True)
     prepare = commands.add_parser("prepare", help="build or check one task's data")
     prepare.add_argument("--task", required=True, help="task name, e.g. listops")
-    prepare.add_argument("--data_dir", default=None, help="where the task's data is (or goes)")
+    prepare.add_argument("--data-dir", default=None, help="where the task's data is (or goes)")
     add_set(prepare)
     prepare.add_argument("--preview", action="store_true", help="show a few decoded examples")
     prepare.add_argument(
-        "--preview_dir", default=None, help="where previews write files (default DATA_DIR/preview)"
+        "--preview-dir", default=None, help="where previews write files (default DATA_DIR/preview)"
     )
     bench = commands.add_parser("bench", help="time one task's training input pipeline")
     bench.add_argument("--task", required=True, help="task name, e.g. listops")
-    bench.add_argument("--data_dir", default=None, help="where the task's data is (or goes)")
+    bench.add_argument("--data-dir", default=None, help="where the task's data is (or goes)")
     add_set(bench)
-    bench.add_argument("--batch_size", type=positive_int, default=32)
+    bench.add_argument("--batch-size", type=positive_int, default=32)
     bench.add_argument("--batches", type=positive_int, default=200,
                        help="timed batches, after 5 warm-up")
     rows = commands.add_parser("rows", help="write one task split's rows as JSON Lines")
     rows.add_argument("--task", required=True, help="task name, e.g. listops")
-    rows.add_argument("--data_dir", default=None, help="where the task's data is (or goes)")
+    rows.add_argument("--data-dir", default=None, help="where the task's data is (or goes)")
     add_set(rows)
     rows.add_argument("--split", default="test", help="train, validation or test (default test)")
     rows.add_argument("--limit", type=positive_int, default=None, help="the first N rows only")
@@ -76,8 +83,6 @@ def add_set(parser):
 
 def task_params(overrides):
     """{KEY: value} of `--set task.params.KEY=VALUE` overrides; ConfigError for anything else."""
-    from arena_tf.config import ConfigError, deep_merge, parse_override
-
     params = {}
     for text in overrides:
         layer = parse_override(text)
@@ -92,8 +97,6 @@ def task_params(overrides):
 
 def make_task(tasks, args):
     """The task the arguments name; ConfigError for an unknown task or parameter."""
-    from arena_tf.config import ConfigError
-
     params = task_params(args.overrides)
     task_class = tasks.lookup(args.task)
     try:
@@ -117,10 +120,6 @@ def positive_int(text):
 
 def bench(task, args):
     """Print the training pipeline's examples/s over `args.batches` batches."""
-    import time
-
-    from arena_tf.progress import Progress
-
     batches = iter(task.dataset("train", args.batch_size, repeat=True))
     with Progress(f"{task.name}: warming up the pipeline", 5, "batches") as progress:
         for _ in range(5):
@@ -138,15 +137,11 @@ def bench(task, args):
 
 def write_rows(task, args):
     """Write the split's rows (the first --limit) as JSON Lines to --out (atomically) or stdout."""
-    import itertools
-
-    from arena_tf.files import atomic_writer
-    from arena_tf.progress import Progress
-    from arena_tf.tasks import SPLITS
-
     if args.split not in SPLITS:
         raise cli.UsageError(f"unknown split {args.split!r}", f"one of {', '.join(SPLITS)}",
                              "pass --split with one of them")
+    if args.out is not None:
+        cli.output_file(args.out)
     rows = itertools.islice(task.rows(args.split), args.limit)
     with Progress(f"{task.name}: writing {args.split} rows", args.limit, "rows") as progress:
         if args.out is None:
@@ -170,8 +165,6 @@ def write_lines(rows, out, progress):
 
 def prepare(task, args):
     """Print where the data is and each split's size and labels (and previews)."""
-    from arena_tf.tasks import sources
-
     summary = task.prepare()
     if hasattr(task, "location"):
         print(f"{task.name}: data in {task.location()}")
@@ -202,8 +195,6 @@ def run(args):
     # Imported here, not at the top: spawned generator workers re-import this module (as
     # __mp_main__) and should not load TensorFlow.
     import tensorflow as tf
-
-    import arena_tf.tasks as tasks
 
     task = make_task(tasks, args)
     try:

@@ -16,11 +16,11 @@ from arena_tf import cli
 
 cli.quiet_tensorflow()  # before TensorFlow is imported (by arena_tf.train)
 
-MEASURED = pathlib.Path(__file__).resolve().parent.parent / "docs" / "presets.json"
+MEASURED = pathlib.Path(__file__).resolve().parent.parent / "docs" / "results" / "presets.json"
 
 
 def measured_time(task, model):
-    """'about 4 min 16 s (measured on 2 cores beside one busy process)' from docs/presets.json,
+    """'about 4 min 16 s (measured on 2 cores beside one busy process)' from docs/results/presets.json,
     or None when that preset was not measured."""
     try:
         measured = json.loads(MEASURED.read_text())
@@ -43,16 +43,21 @@ def main(argv=None):
     parser.add_argument("--task", default="listops", help="a task whose data the project generates")
     parser.add_argument("--model", default="linformer", help="an attention mechanism")
     args = parser.parse_args(argv)
+    return cli.run_main(lambda: demo(args), debug=args.debug)
+
+
+def demo(args):
+    """Train, evaluate and report; the training's exit status where it failed."""
     run_dir = f"runs/demo-{args.task}-{args.model}"
     expected = measured_time(args.task, args.model)
     print(f"demo: train {args.model} on the tiny {args.task} preset (its data is generated on first "
           f"use), evaluate it on the test split, then report; "
           f"{expected or 'a few minutes on a laptop-class CPU'}", flush=True)
     print("loading TensorFlow", flush=True)
-    from arena_tf import train
+    from arena_tf import train  # TensorFlow and Keras: after the line saying they load
 
     status = train.main([f"--task={args.task}", f"--model={args.model}", "--preset=tiny",
-                         f"--run_dir={run_dir}", *(["--debug"] if args.debug else [])])
+                         f"--run-dir={run_dir}", *(["--debug"] if args.debug else [])])
     if status:
         return status
     with open(f"{run_dir}/metrics.json") as file:

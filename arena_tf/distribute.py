@@ -3,7 +3,7 @@
     strategy = make_strategy()                                  # "auto": the rules below
     strategy = make_strategy("mirrored", cpu_devices=2)         # two replicas on this CPU
     python -m arena_tf.train ... --tpu=my-tpu                   # TPUStrategy
-    python -m arena_tf.train ... --strategy=mirrored --cpu_devices=2
+    python -m arena_tf.train ... --strategy=mirrored --cpu-devices=2
     TF_CONFIG='{"cluster": {"worker": [...]}, "task": {...}}' python -m arena_tf.train ...
 
 `kind` (the `--strategy` flag) names the strategy; "auto" picks, in order:
@@ -59,8 +59,8 @@ def split_cpu(count):
     except RuntimeError:
         raise StrategyError(
             f"cannot split the CPU into {count} logical devices: TensorFlow already started its "
-            "devices in this process", "--cpu_devices before TensorFlow uses any device",
-            "pass --cpu_devices at the start of a fresh process",
+            "devices in this process", "--cpu-devices before TensorFlow uses any device",
+            "pass --cpu-devices at the start of a fresh process",
         ) from None
 
 

@@ -106,6 +106,32 @@ def atomic_path(path):
 
 
 @contextlib.contextmanager
+def staged(directory):
+    """A temporary directory beside the files a command writes into `directory`: on success each
+    file written there replaces its namesake in `directory`; on error none does (a report and its
+    plots are written whole or not at all)."""
+    directory = pathlib.Path(directory)
+    created = not directory.exists()
+    directory.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(directory / STAGE)  # those of killed writers
+    stage = pathlib.Path(tempfile.mkdtemp(
+        prefix=f"{_temporary_prefix(directory / STAGE)}{os.getpid()}.", dir=directory))
+    try:
+        yield stage
+        for written in sorted(stage.iterdir()):
+            os.replace(written, directory / written.name)
+    except BaseException:
+        if created:
+            shutil.rmtree(directory, ignore_errors=True)  # made for this output alone
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+STAGE = ".staged"  # the name whose temporaries are a staged output's
+
+
+@contextlib.contextmanager
 def atomic_writer(path, mode="w"):
     """An open file that replaces `path` when the block ends without error (text mode: UTF-8,
     '\n' line ends on every platform)."""

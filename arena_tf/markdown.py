@@ -1,4 +1,4 @@
-"""Markdown tables for the generated reports (docs/efficiency.md, the serving bench's results.md)
+"""Markdown tables for the generated reports (docs/results/efficiency/report.md, the serving bench's results.md)
 and for the README's generated sections, which sit between `<!-- NAME:start ... -->` and
 `<!-- NAME:end -->` markers."""
 

@@ -2,7 +2,7 @@
 
     python -m arena_tf.train --task=image --model=linformer
     python -m arena_tf.train --task=listops --model=performer --preset=tiny --set train.batch_size=8
-    python -m arena_tf.train --task=listops --model=full --preset=tiny --strategy=mirrored --cpu_devices=2
+    python -m arena_tf.train --task=listops --model=full --preset=tiny --strategy=mirrored --cpu-devices=2
     python -m arena_tf.train --task=text --model=bigbird --precision=mixed_bfloat16 --tpu=local
     KERAS_BACKEND=jax python -m arena_tf.train --task=listops --model=performer --preset=tiny
 
@@ -11,7 +11,7 @@ each one's loop (`arena_tf/training/`), and both write the same run directory. B
 written into it, everything that can be checked is: the config, the data (present, readable, and of
 the shape and range the model takes), the model (built), and the run directory (another
 configuration's checkpoints are refused; one trainer at a time). A run started again with the same
---run_dir resumes where it stopped, bit for bit.
+--run-dir resumes where it stopped, bit for bit.
 
 Errors are one line (`arena_tf.cli`): exit 2 for a mistake in the input (config, data, run
 directory), exit 1 when the run itself fails (diverged, stopped by the backend); `--debug` shows the
@@ -37,8 +37,9 @@ import argparse  # noqa: E402
 import keras  # noqa: E402
 
 import arena_tf.tasks as tasks  # noqa: E402
+from arena_tf import memory_guard  # noqa: E402
 from arena_tf.config import ConfigError  # noqa: E402
-from arena_tf.training.console import Progress  # noqa: E402
+from arena_tf.progress import Progress  # noqa: E402
 from arena_tf.training.errors import StrategyError, first_line  # noqa: E402
 from arena_tf.training.experiment import build_experiment, check_data, plan_line  # noqa: E402
 from arena_tf.training.loop import EXIT_PAUSED  # noqa: E402
@@ -84,9 +85,11 @@ def parse_args(argv):
     parser.add_argument("--preset", help="a preset from configs/presets, e.g. tiny")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="SECTION.KEY=VALUE", help="override any config field; repeatable")
-    parser.add_argument("--data_dir", help="where the task's data is or will be generated")
-    parser.add_argument("--run_dir", help="default runs/<task>-<model>[-<preset>]")
-    parser.add_argument("--precision", choices=["float32", "mixed_float16", "mixed_bfloat16"])
+    parser.add_argument("--data-dir", help="where the task's data is or will be generated")
+    parser.add_argument("--run-dir", help="default runs/<task>-<model>[-<preset>]")
+    parser.add_argument("--precision", type=cli.keras_precision, metavar="{fp32,bf16,fp16}",
+                        help="compute precision (Keras' float32, mixed_bfloat16, mixed_float16 "
+                             "are accepted too; default: the config's)")
     parser.add_argument(
         "--strategy", choices=list(STRATEGIES), default="auto",
         help="auto (default): TPU if --tpu, several workers if TF_CONFIG names them, several "
@@ -96,13 +99,13 @@ def parse_args(argv):
              "devices; multi_worker and --tpu are TensorFlow's)",
     )
     parser.add_argument(
-        "--cpu_devices", type=positive_int, metavar="N",
+        "--cpu-devices", type=positive_int, metavar="N",
         help="split the CPU into N logical devices, one replica each (with auto or mirrored): "
              "tries multi-replica training without GPUs (JAX: before JAX starts, in this process)",
     )
     parser.add_argument("--tpu", help="TPU name or 'local' for a TPU VM")
     parser.add_argument(
-        "--time_limit", type=whole_number(0), metavar="SECONDS",
+        "--time-limit", type=whole_number(0), metavar="SECONDS",
         help=f"stop after this many seconds of training, at a checkpoint, with exit status "
              f"{EXIT_PAUSED}; the same command resumes there (long runs in chunks)")
     return parser.parse_args(argv)
@@ -131,7 +134,7 @@ def setup(args, progress=None):
     if args.precision:
         overrides.append(f"train.precision={args.precision}")
     distribution = backend.Distribution(args.strategy, args.tpu, args.cpu_devices)
-    progress = progress or Progress(None, True)
+    progress = progress or Progress.steps(None)
     progress.enabled = progress.enabled and distribution.chief
     run_dir = args.run_dir or default_run_dir(args)
     try:
@@ -146,6 +149,8 @@ def setup(args, progress=None):
         with progress.working(f"building the {args.model} model"):
             trainer = Trainer(config, task, run_dir, distribution, verbose=progress.enabled,
                               progress=progress, time_limit=getattr(args, "time_limit", None))
+        # the model built (its parameters checked), nothing written yet, before the first step
+        memory_guard.check_fits(config.model, config.train.batch_size)
         return trainer, config
     except (ConfigError, cli.CommandError, tasks.DataNotFoundError):
         raise
@@ -155,7 +160,7 @@ def setup(args, progress=None):
 
 def run(args):
     """Build everything the arguments name, train, and return the Trainer (its .metrics set)."""
-    progress = Progress(None, True)
+    progress = Progress.steps(None)
     try:
         trainer, _ = setup(args, progress)
         trainer.fit()

@@ -2,6 +2,7 @@
 
     python export/to_savedmodel.py runs/text-performer   # saved_model/, saved_model_bf16/, _fp16/
     python export/to_onnx.py runs/text-performer            # model.onnx, model.fp16.onnx
+    python export/to_stablehlo.py runs/text-performer       # stablehlo/, _bf16/, _fp16/ (JAX, XLA)
 
     from export.to_onnx import export_onnx
     from export.metadata import read_metadata

@@ -34,13 +34,19 @@ def positive_int(text):
 def parser(prog, doc):
     """An arena_tf.cli.ArgumentParser with the arguments every export takes (path, --examples,
     --debug)."""
-    result = cli.ArgumentParser(prog=prog, description=doc.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    result = cli.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
     result.add_argument("path", help="run directory (model.keras, config.yaml) or a .keras file")
     result.add_argument("--examples", type=positive_int, default=DEFAULT_COUNT,
                         help="parity examples: task test split or generated "
                         f"(default {DEFAULT_COUNT})")
     return result
+
+
+def add_precisions(parser, choices, default, what):
+    """--precision: the precisions to write, a list in the one vocabulary (fp32, bf16, fp16; the
+    Keras names float32, mixed_bfloat16, mixed_float16 are synonyms)."""
+    parser.add_argument("--precision", action=cli.Items, type=cli.precision, choices=list(choices),
+                        default=list(default), help=f"which {what} to write")
 
 
 def quiet_logs():
@@ -53,8 +59,12 @@ def run(export, arg_parser, argv=None):
     """Parse `argv`, call `export(args)` -> {artifact: report}, print one line each; exit status."""
     args = arg_parser.parse_args(argv)
     quiet_logs()
-    # OSError: the disk filled, a directory could not be written: the export failed (exit 1)
-    return cli.run_main(lambda: outcome(export, args), debug=args.debug, failures=(OSError,))
+    # OSError, or TensorFlow's own error for a write (the disk filled, `ulimit -f`, a directory
+    # that could not be written): the export failed (exit 1)
+    failures = (OSError,)
+    if "tensorflow" in sys.modules:  # not imported by a JAX-only export (export/to_stablehlo.py)
+        failures += (sys.modules["tensorflow"].errors.OpError,)
+    return cli.run_main(lambda: outcome(export, args), debug=args.debug, failures=failures)
 
 
 def outcome(export, args):

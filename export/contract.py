@@ -15,7 +15,7 @@ sized by max_len, block mechanisms need whole blocks: padding inside serves them
 without a padding id (pixel tasks: image, pathfinder, pathx) takes exactly max_len ids: every id
 there is a pixel value, so a shorter input has no padded form the model was trained on.
 
-The raw graphs do not check ids (see README, Export): the runners do, through `check_tokens`.
+The raw graphs do not check ids (docs/guide/export.md): the runners do, through `check_tokens`.
 """
 
 import numpy as np
@@ -33,8 +33,10 @@ SAVED_MODEL_ARTIFACTS = {"fp32": "saved_model", "bf16": "saved_model_bf16",
 ONNX_ARTIFACTS = {"fp32": "model.onnx", "fp16": "model.fp16.onnx"}
 # OpenVINO IR directories (model.xml, model.bin, arena_tf.json); fp16: weights stored in float16.
 OPENVINO_ARTIFACTS = {"fp32": "openvino", "fp16": "openvino_fp16"}
+# StableHLO directories (model.stablehlo, weights.npz, arena_tf.json), run by XLA through JAX alone.
+STABLEHLO_ARTIFACTS = {"fp32": "stablehlo", "bf16": "stablehlo_bf16", "fp16": "stablehlo_fp16"}
 ALL_ARTIFACTS = (*SAVED_MODEL_ARTIFACTS.values(), *ONNX_ARTIFACTS.values(),
-                 *OPENVINO_ARTIFACTS.values())
+                 *OPENVINO_ARTIFACTS.values(), *STABLEHLO_ARTIFACTS.values())
 
 
 def check_artifact_precision(precision, artifacts, kind):
@@ -43,7 +45,8 @@ def check_artifact_precision(precision, artifacts, kind):
     if precision not in artifacts:
         raise ExportUsageError(f"unknown {kind} precision {precision!r}",
                                f"one of {', '.join(artifacts)}",
-                               "BF16 is exported as a SavedModel only (export/to_savedmodel.py)")
+                               "BF16 is exported as a SavedModel and as StableHLO only "
+                               "(export/to_savedmodel.py, export/to_stablehlo.py)")
     return precision
 
 
@@ -54,6 +57,12 @@ class TokenError(ExportUsageError, ValueError):
 def input_names(config):
     """['tokens'], or ['tokens_1', 'tokens_2'] for a two-tower ModelConfig."""
     return ["tokens_1", "tokens_2"] if config.two_tower else ["tokens"]
+
+
+def model_inputs(arrays):
+    """What a Keras classifier takes: one array, or a list of two for two towers."""
+    arrays = list(arrays)
+    return arrays[0] if len(arrays) == 1 else arrays
 
 
 def sequence_length(config):

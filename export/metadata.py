@@ -1,7 +1,8 @@
 """The arena_tf metadata inside every artifact, as one JSON document, and `read_metadata(path)`.
 
 SavedModel: `assets.extra/arena_tf.json`; ONNX: the metadata_props entry `arena_tf`; OpenVINO IR
-directory: `arena_tf.json` beside model.xml.
+directory: `arena_tf.json` beside model.xml; StableHLO directory: `arena_tf.json` beside
+model.stablehlo.
 
     read_metadata("runs/text-performer/saved_model")["input_names"]     # ['tokens']
     read_metadata("runs/text-performer/model.fp16.onnx")["precision"]   # 'fp16'
@@ -23,6 +24,7 @@ FORMAT_VERSION = 2
 SAVED_MODEL_FILE = pathlib.Path("assets.extra") / f"{KEY}.json"
 OPENVINO_MODEL = "model.xml"  # with model.bin, inside an OpenVINO artifact directory
 OPENVINO_FILE = f"{KEY}.json"
+STABLEHLO_MODEL = "model.stablehlo"  # with weights.npz, inside a StableHLO artifact directory
 
 
 def input_dtypes(kind):
@@ -87,13 +89,21 @@ def _read_saved_model(path):
 
 
 def write_openvino_metadata(directory, metadata):
-    """Store `metadata` as arena_tf.json inside an OpenVINO artifact directory."""
+    """Store `metadata` as arena_tf.json inside an OpenVINO (or StableHLO) artifact directory."""
     (pathlib.Path(directory) / OPENVINO_FILE).write_text(
         json.dumps(metadata, indent=2, sort_keys=True) + "\n")
 
 
+write_directory_metadata = write_openvino_metadata
+
+
 def _read_openvino(path):
     return _read_json_inside(path, OPENVINO_FILE, "an OpenVINO directory", "export/to_openvino.py")
+
+
+def _read_stablehlo(path):
+    return _read_json_inside(path, OPENVINO_FILE, "a StableHLO directory",
+                             "export/to_stablehlo.py")
 
 
 def _read_onnx(path):
@@ -111,14 +121,18 @@ def _read_onnx(path):
     return json.loads(props[KEY])
 
 
-READERS = {"saved_model": _read_saved_model, "openvino": _read_openvino, ".onnx": _read_onnx}
+READERS = {"saved_model": _read_saved_model, "openvino": _read_openvino,
+           "stablehlo": _read_stablehlo, ".onnx": _read_onnx}
+# Directory artifacts known by the model file they hold; any other directory is a SavedModel.
+DIRECTORY_KINDS = {OPENVINO_MODEL: "openvino", STABLEHLO_MODEL: "stablehlo"}
 
 
 def artifact_kind(path):
-    """'openvino' for a directory holding model.xml, 'saved_model' for another directory, else
-    the file suffix ('.onnx')."""
+    """'openvino' for a directory holding model.xml, 'stablehlo' for one holding model.stablehlo,
+    'saved_model' for another directory, else the file suffix ('.onnx')."""
     if path.is_dir():
-        return "openvino" if (path / OPENVINO_MODEL).is_file() else "saved_model"
+        return next((kind for name, kind in DIRECTORY_KINDS.items() if (path / name).is_file()),
+                    "saved_model")
     return path.suffix
 
 

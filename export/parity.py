@@ -32,13 +32,10 @@ the examples' origin and, for ONNX, the providers the session really ran on.
 """
 
 import dataclasses
-import platform
 
-import keras
 import numpy as np
-import onnxruntime
-import tensorflow as tf
-import tf2onnx
+
+from arena_tf.benchmark import machine
 
 from export.precision import model_in_precision
 from export.runners import keras_predictor, run_batched
@@ -194,11 +191,13 @@ def _max_diff(a, b):
     return float(np.max(np.abs(np.asarray(a, "float64") - np.asarray(b, "float64"))))
 
 
+LIBRARIES = ("tensorflow", "keras", "tf2onnx", "onnxruntime", "jax")
+
+
 def versions():
-    """Library versions that produced and checked the artifact."""
-    return {"python": platform.python_version(), "tensorflow": tf.__version__,
-            "keras": keras.__version__, "tf2onnx": tf2onnx.__version__,
-            "onnxruntime": onnxruntime.__version__}
+    """Versions of the libraries installed where the artifact was produced and checked (read
+    without importing them: a JAX-only export has no TensorFlow)."""
+    return machine.versions(LIBRARIES)
 
 
 def parity_report(artifact, precision, logits, reference, others=None, thresholds=Thresholds(),

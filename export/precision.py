@@ -49,3 +49,11 @@ def model_in_precision(model, config, precision):
             "re-run training",
         ) from None
     return rebuilt
+
+
+def model_for(context, precision):
+    """The Keras model an export writes at `precision` (an ExportContext's FP32 reference model
+    for fp32)."""
+    if precision == "fp32":
+        return context.reference.model
+    return model_in_precision(context.source.model, context.source.config, precision)

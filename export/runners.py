@@ -1,5 +1,5 @@
 """Logits from each kind of model on the same examples: Keras, a SavedModel, ONNX Runtime,
-OpenVINO.
+OpenVINO, XLA (a StableHLO artifact).
 
     logits = run_batched(keras_predictor(model), examples.arrays)        # float32 [count, classes]
     session = onnx_session("runs/x/model.onnx"); session.get_providers()  # what really runs
@@ -15,14 +15,11 @@ int32 after the check).
 import pathlib
 
 import numpy as np
-import onnxruntime
-import tensorflow as tf
 
-from export import openvino_model
-from export.contract import check_tokens, input_names
+from export import openvino_model, stablehlo_model
+from export.contract import OUTPUT_NAME, SIGNATURE_NAME, check_tokens, input_names, model_inputs
 from export.errors import ExportError, one_line
 from export.metadata import artifact_kind, read_metadata
-from export.signature import OUTPUT_NAME, SIGNATURE_NAME, model_inputs
 
 # Rows per parity batch: at most 32, fewer for long inputs so quadratic attention stays within
 # memory (16K tokens per input per batch: 4 rows at 4000 tokens, 1 at 16K).
@@ -56,6 +53,8 @@ def saved_model_predictor(saved_model, model, signature_name=SIGNATURE_NAME):
     """Batch of input arrays -> logits, through a signature of the SavedModel (a path, or what
     tf.saved_model.load returned), the ids checked against `model` (a ModelConfig or the
     artifact's metadata) first."""
+    import tensorflow as tf  # here: the other runners work without TensorFlow
+
     if isinstance(saved_model, (str, pathlib.Path)):
         saved_model = tf.saved_model.load(str(saved_model))
     signature = saved_model.signatures[signature_name]
@@ -71,6 +70,7 @@ def saved_model_predictor(saved_model, model, signature_name=SIGNATURE_NAME):
 
 def onnx_session(model):
     """An ONNX Runtime session (model: path or serialized bytes) on the preferred providers."""
+    import onnxruntime
     available = onnxruntime.get_available_providers()
     providers = [p for p in PREFERRED_PROVIDERS if p in available]
     try:
@@ -99,9 +99,17 @@ def openvino_predictor(compiled, model):
     return lambda arrays: compiled.predict(check_tokens(arrays, model), names(model))
 
 
+def stablehlo_predictor(compiled, model):
+    """Batch of input arrays -> logits, through a loaded StableHLO artifact
+    (export/stablehlo_model.py), the ids checked against `model` (a ModelConfig or the
+    artifact's metadata) first."""
+    return lambda arrays: compiled.predict(check_tokens(arrays, model))
+
+
 def artifact_predictor(path):
     """Batch of input arrays -> logits for an exported artifact (SavedModel directory, OpenVINO
-    directory or .onnx file), its ids checked against the artifact's own metadata."""
+    or StableHLO directory, or .onnx file) on the CPU, its ids checked against the artifact's own
+    metadata."""
     path = pathlib.Path(path)
     metadata = read_metadata(path)
     kind = artifact_kind(path)
@@ -109,4 +117,7 @@ def artifact_predictor(path):
         return saved_model_predictor(path, metadata)
     if kind == "openvino":
         return openvino_predictor(openvino_model.compile_ir(path, "fp32"), metadata)
+    if kind == "stablehlo":
+        compiled = stablehlo_model.load(path, metadata["precision"], "cpu", warm_batch=0)
+        return stablehlo_predictor(compiled, metadata)
     return onnx_predictor(onnx_session(str(path)), metadata)

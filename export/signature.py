@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from export.contract import (  # noqa: F401 (re-exported: the names every exporter uses)
     BATCH_AXIS_NAME, INT64_SIGNATURE_NAME, LENGTH_AXIS_NAME, OUTPUT_NAME, SIGNATURE_NAME,
-    input_names, sequence_length,
+    input_names, model_inputs, sequence_length,
 )
 
 def input_specs(config, dtype=tf.int32):
@@ -29,12 +29,6 @@ def to_model_length(tokens, config):
     missing = tf.maximum(config.max_len - tf.shape(tokens)[1], 0)
     tokens = tf.pad(tokens, [[0, 0], [0, missing]], constant_values=config.padding_id)
     return tf.ensure_shape(tokens, [None, config.max_len])
-
-
-def model_inputs(arrays):
-    """What a Keras classifier takes: one array, or a list of two for two towers."""
-    arrays = list(arrays)
-    return arrays[0] if len(arrays) == 1 else arrays
 
 
 def feeds(config, arrays):

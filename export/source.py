@@ -16,6 +16,7 @@ import keras
 
 from arena_tf.config import ConfigError, ModelConfig, TaskConfig, read_yaml
 from arena_tf.encoder import Encoder  # importing it registers the layers load_model needs
+from arena_tf.run_pair import check_pair
 from export.errors import ExportUsageError, one_line
 
 MODEL_FILE = "model.keras"
@@ -54,7 +55,7 @@ def model_file(path):
         if not (path / MODEL_FILE).is_file():
             raise ExportUsageError(
                 f"{path} is not a run directory: it holds no {MODEL_FILE}", expected,
-                f"finish training with `{TRAIN_HINT} --run_dir={path}` or pass a .keras file",
+                f"finish training with `{TRAIN_HINT} --run-dir={path}` or pass a .keras file",
             )
         return path / MODEL_FILE
     if path.suffix != ".keras":
@@ -109,4 +110,15 @@ def load_source(path):
     keras_path = model_file(path).resolve()
     model = load_model(keras_path)
     config = model_config(model, keras_path)
-    return Source(keras_path, model, config, task_config(keras_path.parent))
+    task = task_config(keras_path.parent)
+    check_config_pair(config, keras_path, task)
+    return Source(keras_path, model, config, task)
+
+
+def check_config_pair(config, keras_path, task):
+    """A UsageError when config.yaml beside the model describes another model (arena_tf/run_pair):
+    a ListOps model with a Pathfinder config is refused, not exported on Pathfinder's examples."""
+    path = keras_path.parent / CONFIG_FILE
+    section = read_yaml(path).get("model") if path.is_file() else None
+    if isinstance(section, dict):
+        check_pair(config.to_dict(), section, keras_path, path, task.name if task else None)

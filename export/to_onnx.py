@@ -223,8 +223,7 @@ def export_onnx(path, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET, count=No
 
 def main(argv=None):
     parser = cli.parser("python export/to_onnx.py", __doc__)
-    parser.add_argument("--precision", nargs="+", choices=list(ARTIFACTS), default=list(ARTIFACTS),
-                        help="which ONNX models to write (default: both)")
+    cli.add_precisions(parser, ARTIFACTS, ARTIFACTS, "ONNX models")
     parser.add_argument("--opset", type=int, default=DEFAULT_OPSET,
                         help=f"ONNX opset (default {DEFAULT_OPSET})")
     return cli.run(

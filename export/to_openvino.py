@@ -124,8 +124,7 @@ def export_openvino(path, precisions=tuple(ARTIFACTS), count=None, thresholds=No
 
 def main(argv=None):
     parser = cli.parser("python export/to_openvino.py", __doc__)
-    parser.add_argument("--precision", nargs="+", choices=list(ARTIFACTS), default=list(ARTIFACTS),
-                        help="which IRs to write (default: both)")
+    cli.add_precisions(parser, ARTIFACTS, ARTIFACTS, "IRs")
     return cli.run(lambda args: export_openvino(args.path, args.precision, args.examples), parser,
                    argv)
 

@@ -41,7 +41,7 @@ from export.metadata import (  # noqa: E402
     FORMAT_VERSION, build_metadata, read_metadata, write_saved_model_metadata,
 )
 from export.parity import contract_checks, parity_report  # noqa: E402
-from export.precision import POLICIES, check_precision, model_in_precision  # noqa: E402
+from export.precision import POLICIES, check_precision, model_for  # noqa: E402
 from export.publish import clean_leftovers, publish, publish_all, require_fp32  # noqa: E402
 from export.runners import keras_predictor, run_batched, saved_model_predictor  # noqa: E402
 from export.signature import (  # noqa: E402
@@ -75,13 +75,6 @@ def trace_saved_model(model, config, directory):
     archive.add_endpoint(INT64_SIGNATURE_NAME, serve_int64,
                          input_signature=input_specs(config, tf.int64))
     archive.write_out(str(directory), verbose=False)
-
-
-def model_for(context, precision):
-    """The Keras model exported at `precision` (the FP32 reference model for fp32)."""
-    if precision == "fp32":
-        return context.reference.model
-    return model_in_precision(context.source.model, context.source.config, precision)
 
 
 def export_saved_model(context, precision):
@@ -174,8 +167,7 @@ def export_savedmodel(path, precisions=tuple(ARTIFACTS), count=None, thresholds=
 
 def main(argv=None):
     parser = cli.parser("python export/to_savedmodel.py", __doc__)
-    parser.add_argument("--precision", nargs="+", choices=list(POLICIES), default=list(ARTIFACTS),
-                        help="which SavedModels to write (default: all three)")
+    cli.add_precisions(parser, POLICIES, ARTIFACTS, "SavedModels")
     return cli.run(lambda args: export_savedmodel(args.path, args.precision, args.examples), parser,
                    argv)
 

@@ -12,6 +12,7 @@ document (task, max_len, vocab_size, input_names, num_classes, parameters, ...).
 import dataclasses
 import pathlib
 
+from arena_tf.config import read_run_config
 from export import metadata as export_metadata
 from export.contract import ALL_ARTIFACTS
 from export.errors import ExportError
@@ -60,14 +61,33 @@ class RunInfo:
              for m in [read_metadata(path / name)] if m),
             {},
         )
-        return cls(path=path, metadata=metadata, task_config=read_task_config(path))
+        task_config = read_task_config(path)
+        check_metadata_pair(metadata, path, task_config)
+        return cls(path=path, metadata=metadata, task_config=task_config)
+
+
+def check_metadata_pair(metadata, run_dir, task_config):
+    """A UsageError when the exported model (its metadata) and config.yaml describe different
+    models or tasks (arena_tf/run_pair): the bench would send one task's rows to another's model."""
+    config = pathlib.Path(run_dir) / "config.yaml"
+    if not metadata or not config.is_file():
+        return
+    from arena_tf.config import read_yaml
+    from arena_tf.run_pair import check_pair
+
+    section = read_yaml(config).get("model")
+    task = task_config.get("name")
+    named = {**metadata.get("model_config", {}), "task": metadata.get("task")}
+    wanted = {**(section if isinstance(section, dict) else {}), "task": task}
+    if metadata.get("task") is None or task is None:
+        wanted.pop("task")
+    check_pair(named, wanted, f"the model exported in {run_dir}", config, task)
 
 
 def read_task_config(run_dir):
-    """The `task` section of RUN_DIR/config.yaml, or {} when the run has no config."""
+    """The `task` section of RUN_DIR/config.yaml, or {} when the run has no config; the whole
+    config is validated (a ConfigError, a ValueError, for one that is not a run's config)."""
     config = pathlib.Path(run_dir) / "config.yaml"
     if not config.is_file():
         return {}
-    from arena_tf.config import read_yaml
-
-    return dict(read_yaml(config).get("task") or {})
+    return dataclasses.asdict(read_run_config(run_dir).task)

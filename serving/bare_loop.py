@@ -20,6 +20,7 @@ from arena_tf.files import write_json
 from serving import clock as clocks
 from serving import runtimes
 from serving.metrics import latency_summary
+from serving.submission import Submission
 
 
 def time_predictions(task, runtime, rows, clock=clocks.SYSTEM):
@@ -37,8 +38,6 @@ def time_predictions(task, runtime, rows, clock=clocks.SYSTEM):
 
 def measure(run_dir, runtime_name, precision, device, rows):
     """{"bare_loop_latency_{mean,p50,p90,p99,max}_ms", "bare_loop_count"} of a run's artifact."""
-    from serving.submission import Submission
-
     submission = Submission.load(run_dir, runtime_name, precision, device)
     seconds = time_predictions(submission.task, submission.runtime, rows)
     return {**latency_summary(seconds, "bare_loop_latency"), "bare_loop_count": len(seconds)}

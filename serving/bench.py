@@ -25,7 +25,9 @@ no timings and out of the ratio tables; the next row runs either way. Results go
 OUT/results.jsonl, results.csv, results.md (rewritten atomically after every row), radar and
 bubble charts (PNG), and the model processes' logs to OUT/logs/; OUT defaults to runs/serving/<run
 names>. The offline scenario's files go to OUT/work/offline/ (serving.submission gets
---offline-dir OUT/work and touches no other path).
+--offline-dir OUT/work and touches no other path). One bench holds OUT at a time (a lock naming its
+pid); an OUT that holds an earlier run's results.jsonl is refused unless --append (keep its rows,
+add these) or --overwrite (replace them) says what to do with them (serving/results_dir.py).
 
 Exit status: 0 when every row ran or was unsupported and at least one was measured; 1 when nothing
 was measured (every row unsupported, failed or invalid) or a row failed or was invalid; 2 on a
@@ -36,13 +38,14 @@ goes to stdout.
 
 import dataclasses
 import json
+import math
 import os
 import pathlib
 import shlex
 import subprocess
 import sys
 
-from arena_tf import cli
+from arena_tf import cli, tasks
 from serving import (
     artifacts,
     gpu,
@@ -50,6 +53,7 @@ from serving import (
     loadgen,
     plots,
     report,
+    results_dir,
     runtimes,
     scenarios,
 )
@@ -97,12 +101,12 @@ class Target:
 # -- arguments ----------------------------------------------------------------------------------
 
 
-def names(text, allowed, option):
-    """A comma-separated list, each item checked against `allowed`."""
-    items = [item.strip() for item in text.split(",") if item.strip()]
+def names(items, allowed, option):
+    """The list flag's `items`, each checked against `allowed`."""
     unknown = [item for item in items if item not in allowed]
     if unknown or not items:
-        raise BenchError(f"{option} {text!r}: unknown {', '.join(unknown) or 'empty list'}",
+        raise BenchError(f"{option} {','.join(items)!r}: unknown "
+                         f"{', '.join(unknown) or 'empty list'}",
                          f"a comma-separated list of {', '.join(allowed)}",
                          f"fix {option}")
     return items
@@ -127,13 +131,15 @@ def parse_args(argv):
                                 description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dirs", nargs="*", metavar="RUN_DIR",
                         help="run directories holding exported artifacts (export/)")
-    parser.add_argument("--runtime", default="tf,onnxruntime",
-                        help=f"comma-separated: {', '.join(runtimes.available())}")
-    parser.add_argument("--precision", default="fp32", help="comma-separated: fp32, fp16, bf16")
-    parser.add_argument("--scenario", default="all",
-                        help=f"all, or comma-separated: {', '.join(scenarios.available())}")
+    parser.add_argument("--runtime", action=cli.Items, default=["tf", "onnxruntime"],
+                        metavar="RUNTIME", help=f"some of {', '.join(runtimes.available())}")
+    parser.add_argument("--precision", action=cli.Items, default=["fp32"], metavar="PRECISION",
+                        help="some of fp32, fp16, bf16")
+    parser.add_argument("--scenario", action=cli.Items, default=["all"], metavar="SCENARIO",
+                        help=f"all, or some of {', '.join(scenarios.available())}")
     parser.add_argument("--device", default="cpu", choices=runtimes.DEVICES)
     parser.add_argument("--out", help=f"output directory (default {DEFAULT_OUT_ROOT}/<run names>)")
+    results_dir.add_arguments(parser)
     parser.add_argument("--command", help="benchmark this Pentathlon submission (a command line) "
                         "instead of the exported artifacts; rows of RUN_DIR's task or --task")
     parser.add_argument("--offline-command", help="with --command: the offline scenario's "
@@ -192,13 +198,15 @@ def scenario_options(args):
     non_negative = {"--server-max-wait-ms": args.server_max_wait_ms,
                     "--loadgen-min-ms": args.loadgen_min_ms, "--min-duration": args.min_duration,
                     "--min-queries": args.min_queries}
-    bad = [f"{k}={v:g}" for k, v in positive.items() if v is not None and v <= 0]
+    bad = [f"{k}={v:g}" for k, v in positive.items()
+           if v is not None and not (math.isfinite(v) and v > 0)]  # NaN and infinity too
     if bad:
         raise BenchError(f"{', '.join(bad)} is not positive", "a positive number",
                          "fix the value")
-    bad = [f"{k}={v:g}" for k, v in non_negative.items() if v < 0]
+    bad = [f"{k}={v:g}" for k, v in non_negative.items() if not (math.isfinite(v) and v >= 0)]
     if bad:
-        raise BenchError(f"{', '.join(bad)} is negative", "zero or more", "fix the value")
+        raise BenchError(f"{', '.join(bad)} is negative or not finite", "zero or more, finite",
+                         "fix the value")
     return scenarios.ScenarioOptions(
         batch_size=args.batch_size, poisson_mean=args.poisson_mean,
         poisson_draws=args.poisson_draws, counts=counts(args.count), limit=args.limit,
@@ -210,7 +218,7 @@ def scenario_options(args):
 
 
 def scenario_names(args):
-    chosen = scenarios.available() if args.scenario == "all" else names(
+    chosen = scenarios.available() if args.scenario == ["all"] else names(
         args.scenario, scenarios.available(), "--scenario")
     if args.loadgen:
         try:
@@ -308,8 +316,6 @@ def artifact_targets(run, runtime_names, precisions, args):
 
 def check_task(name):
     """BenchError unless `name` is a known task."""
-    from arena_tf import tasks
-
     try:
         tasks.lookup(name)
     except ValueError:
@@ -355,7 +361,8 @@ def all_targets(args):
         raise BenchError("no RUN_DIR given", "one or more run directories, or --command with "
                          "--task", "python -m serving.bench runs/<run>")
     runtime_names = names(args.runtime, runtimes.available(), "--runtime")
-    precisions = names(args.precision, runtimes.PRECISIONS, "--precision")
+    precisions = names([cli.PRECISION_SYNONYMS.get(p, p) for p in args.precision],
+                       runtimes.PRECISIONS, "--precision")
     return [t for run in runs for t in artifact_targets(run, runtime_names, precisions, args)]
 
 
@@ -630,15 +637,16 @@ def outcome(rows, out):
     return None
 
 
-def run_target(target, chosen, pools, args, options, settings, out, rows, total):
-    """Every chosen scenario of one target, appended to `rows` (reports rewritten after each)."""
+def run_target(target, chosen, pools, args, options, settings, out, rows, total, kept=()):
+    """Every chosen scenario of one target, appended to `rows` (reports rewritten after each,
+    after the `kept` rows of an earlier run)."""
     pool, pool_error = load_pool(target, args, pools)
     processes = Processes(target, settings, out / "logs")
     try:
         for name in chosen:
             rows.append(run_row(target, name, pool, pool_error, options, settings, processes))
             print(summary_line(len(rows), total, rows[-1]), flush=True)
-            report.write_all(rows, out, report_notes(rows, settings))
+            report.write_all([*kept, *rows], out, report_notes(rows, settings))
     finally:
         processes.close()
 
@@ -651,6 +659,12 @@ def run(args):
     out = out_dir(args, targets)
     if all(t.unsupported for t in targets):
         raise nothing_to_run(targets)
+    with results_dir.claim(out, args.existing) as kept:  # one bench per --out (locked)
+        return bench_into(args, chosen, options, targets, out, list(kept))
+
+
+def bench_into(args, chosen, options, targets, out, kept):
+    """Every row of every target into `out`, after the `kept` rows of an earlier run."""
     (out / "logs").mkdir(parents=True, exist_ok=True)
     work_dir = (out / "work").resolve()  # serving.submission's --offline-dir: offline files only
     work_dir.mkdir(exist_ok=True)
@@ -661,14 +675,14 @@ def run(args):
     try:
         for target in targets:
             run_target(target, chosen, pools, args, options, settings, out, rows,
-                       len(targets) * len(chosen))
+                       len(targets) * len(chosen), kept)
     finally:
         try:
             work_dir.rmdir()  # empty after every row; kept (for a look) if a file was left
         except OSError:
             pass
-    paths, notes = plots.write_all(rows, out)
-    report.write_all(rows, out, report_notes(rows, settings) + notes)
+    paths, notes = plots.write_all([*kept, *rows], out)
+    report.write_all([*kept, *rows], out, report_notes(rows, settings) + notes)
     for note in notes:
         print(note)
     print(f"wrote {out}/results.jsonl, results.csv, results.md and {len(paths)} plots", flush=True)

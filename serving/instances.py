@@ -14,6 +14,10 @@ rows in the same order. Data is only read here, never generated or downloaded.
 import dataclasses
 import json
 
+from arena_tf import tasks
+from arena_tf.config import TaskConfig
+from arena_tf.tasks import sources
+
 DEFAULT_SPLIT = "test"
 
 
@@ -38,10 +42,6 @@ class Rows:
 def make_task(name, task_config=None, data_dir=None):
     """The task `name` reading its data where `data_dir` (else the run's config) says, with
     arguments that never download or generate data."""
-    from arena_tf import tasks
-    from arena_tf.config import TaskConfig
-    from arena_tf.tasks import sources
-
     task_config = task_config or {}
     params = {**(task_config.get("params") or {}),
               **sources.read_only_arguments(tasks.lookup(name))}
@@ -52,9 +52,12 @@ def make_task(name, task_config=None, data_dir=None):
 
 def load(name, task_config=None, data_dir=None, split=DEFAULT_SPLIT):
     """The rows of task `name`'s `split`; ValueError when it has none."""
-    import tensorflow as tf
+    try:
+        import tensorflow as tf
 
-    tf.config.set_visible_devices([], "GPU")  # the bench must not take the model's GPU memory
+        tf.config.set_visible_devices([], "GPU")  # the bench must not take the model's GPU memory
+    except ImportError:  # a machine without TensorFlow (the XLA runtime's): nothing to hide
+        pass
     task = make_task(name, task_config, data_dir)
     rows = list(task.rows(split))
     if not rows:

@@ -1,4 +1,4 @@
-"""The Efficiency Pentathlon stdio protocol (../shared/PENTATHLON.md), as one module: its fixed lines,
+"""The Efficiency Pentathlon stdio protocol (allenai/efficiency-pentathlon; docs/guide/serving-and-pentathlon.md), as one module: its fixed lines,
 and the driver's side (`ModelProcess`), which starts a submission, sends it rows and reads its
 answers with a deadline, and kills the process group of one that crashes or hangs. The submission's
 side is serving/submission.py.

@@ -52,6 +52,9 @@ RATIOS = (
     ("ONNX Runtime FP16 / FP32", ("onnxruntime", "fp16"), ("onnxruntime", "fp32")),
     ("OpenVINO / ONNX Runtime (FP32)", ("openvino", "fp32"), ("onnxruntime", "fp32")),
     ("OpenVINO / TensorFlow (FP32)", ("openvino", "fp32"), ("tf", "fp32")),
+    ("XLA / ONNX Runtime (FP32)", ("xla", "fp32"), ("onnxruntime", "fp32")),
+    ("XLA FP16 / FP32", ("xla", "fp16"), ("xla", "fp32")),
+    ("XLA BF16 / FP32", ("xla", "bf16"), ("xla", "fp32")),
 )
 
 

@@ -15,10 +15,13 @@ import pathlib
 
 import numpy as np
 
-from export.contract import ONNX_ARTIFACTS, OPENVINO_ARTIFACTS, SAVED_MODEL_ARTIFACTS
+from arena_tf import cli
+from export.contract import (
+    ONNX_ARTIFACTS, OPENVINO_ARTIFACTS, SAVED_MODEL_ARTIFACTS, STABLEHLO_ARTIFACTS,
+)
 from serving.registry import Registry
 
-PRECISIONS = ("fp32", "fp16", "bf16")
+PRECISIONS = ("fp32", "fp16", "bf16")  # the names of cli.PRECISIONS
 DEVICES = ("cpu", "gpu")
 
 RUNTIMES = Registry("runtime", sort=True)
@@ -34,7 +37,7 @@ def add_arguments(parser, runtime_default=None):
     that load one artifact take them."""
     parser.add_argument("--runtime", default=runtime_default, required=runtime_default is None,
                         choices=available())
-    parser.add_argument("--precision", default="fp32", choices=PRECISIONS)
+    parser.add_argument("--precision", default="fp32", type=cli.precision, choices=PRECISIONS)
     parser.add_argument("--device", default="cpu", choices=DEVICES)
 
 
@@ -122,7 +125,8 @@ class TensorFlowRuntime(Runtime):
 
         gpus = tf.config.list_physical_devices("GPU")
         if self.device == "gpu" and not gpus:
-            raise Unsupported("TensorFlow sees no GPU (is tensorflow[and-cuda] installed?)")
+            raise Unsupported("TensorFlow sees no GPU: tensorflow[and-cuda] (the gpu extra, "
+                              'pip install -e ".[gpu]") is missing or no GPU is visible')
         for gpu in gpus:  # take memory as needed, so peak GPU memory means something
             tf.config.experimental.set_memory_growth(gpu, True)
         self.function = tf.saved_model.load(str(self.path)).signatures["serving_default"]
@@ -152,7 +156,8 @@ class OnnxRuntime(Runtime):
         present = ort.get_available_providers()
         if wanted not in present:
             raise Unsupported(f"{wanted} is not in this onnxruntime build (it has "
-                              f"{', '.join(present)}); install onnxruntime-gpu, see README")
+                              f"{', '.join(present)}); install onnxruntime-gpu (the gpu extra, "
+                              "in place of onnxruntime), see docs/guide/jax-and-gpu.md")
         self.session = ort.InferenceSession(str(self.path), providers=[wanted])
         self.providers = self.session.get_providers()
         if self.providers[0] != wanted:
@@ -178,7 +183,7 @@ class OpenVinoRuntime(Runtime):
     exporter = "export/to_openvino.py"
 
     def _load(self):
-        from export import openvino_model
+        from export import openvino_model  # OpenVINO: an optional extra, heavy to import
 
         try:
             self.compiled = openvino_model.compile_ir(self.path, self.precision)
@@ -189,6 +194,29 @@ class OpenVinoRuntime(Runtime):
 
     def predict(self, inputs):
         return self.compiled.predict(inputs, self.inputs)
+
+
+@register("xla")
+class XlaRuntime(Runtime):
+    """A StableHLO artifact (export/to_stablehlo.py) compiled by XLA through JAX alone (no Keras,
+    TensorFlow or model code), on the CPU or a GPU, in the precision its module computes in
+    (checked when loading: export/stablehlo_model.py); batches are padded to powers of two, whose
+    executables are compiled when loading."""
+
+    artifacts = STABLEHLO_ARTIFACTS
+    exporter = "export/to_stablehlo.py"
+
+    def _load(self):
+        from export import stablehlo_model  # JAX: an optional extra, heavy to import
+
+        try:
+            self.compiled = stablehlo_model.load(self.path, self.precision, self.device)
+        except stablehlo_model.Unavailable as error:
+            raise Unsupported(str(error)) from None
+        self.providers = [self.compiled.describe()]
+
+    def predict(self, inputs):
+        return self.compiled.predict(inputs)
 
 
 @register("tensorrt")

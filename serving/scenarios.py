@@ -1,5 +1,5 @@
 """The Efficiency Pentathlon scenarios, with its names, seeds and defaults (plus an MLPerf-style
-server), as schedules of batches of pool indices (../shared/PENTATHLON.md).
+server), as schedules of batches of pool indices (allenai/efficiency-pentathlon; docs/guide/serving-and-pentathlon.md).
 
     fixed_batch    the whole split shuffled with random.Random(42), batches of 128
     random_batch   4,000 sampled instances; batch sizes np.random.poisson(lam=128, size=100) after

@@ -1,10 +1,11 @@
 """An exported run as an Efficiency Pentathlon submission: rows in, label strings out, on stdio.
 
-    python -m serving.submission RUN_DIR [--runtime onnxruntime|tf] [--precision fp32|fp16|bf16]
+    python -m serving.submission RUN_DIR [--runtime onnxruntime|tf|openvino|xla]
+        [--precision fp32|fp16|bf16]
         [--device cpu|gpu] [--offline [--offline-dir DIR]]
 
 so that `efficiency-benchmark run --task T --scenario S -- python -m serving.submission RUN_DIR`
-drives it (../shared/PENTATHLON.md has the protocol; serving/protocol.py its fixed lines). It is
+drives it (docs/guide/serving-and-pentathlon.md has the protocol; serving/protocol.py its fixed lines). It is
 also the serving bench's model process (python -m serving.bench RUN_DIR). The task and its settings (max_len, task
 parameters) come from RUN_DIR/config.yaml; the model is the artifact the runtime reads for the
 precision (serving/runtimes.py, the export contract). Rows are tokenized here by the task's own
@@ -48,6 +49,10 @@ import sys
 import time
 import traceback
 
+from arena_tf import cli, tasks
+from arena_tf.config import read_run_config
+from arena_tf.files import atomic_writer
+from serving import artifacts, confine, runtimes
 from serving.protocol import LOADED, PREDICTED, SENTINEL, SIDE_PREFIX, WRITTEN, peak_rss_bytes
 
 OFFLINE_BATCH = 128
@@ -72,11 +77,7 @@ class Submission:
         """The run's task (from config.yaml) and its artifact for `runtime` and `precision`, loaded
         on `device`; runtimes.Unsupported when it cannot run so, ValueError when the artifact's
         input length is not the task's."""
-        from arena_tf import tasks
-        from arena_tf.config import read_run_config
-        from serving import artifacts, runtimes
-
-        config = read_run_config(run_dir)  # neither TensorFlow nor Keras unless the runtime needs it
+        config = read_run_config(run_dir)  # no TensorFlow or Keras unless the runtime needs it
         task = tasks.from_config(config.task, seed=config.train.seed)
         path = runtimes.artifact_path(run_dir, runtime, precision, device)
         metadata = artifacts.read_metadata(path)
@@ -142,8 +143,6 @@ def serve_offline(submission, requests, answers, offline_dir=None):
 
 def confined(path, offline_dir, what):
     """`path`, checked to lie inside `offline_dir` when one is given (serving/confine.py)."""
-    from serving import confine
-
     return path if offline_dir is None else confine.inside(path, offline_dir, what)
 
 
@@ -157,8 +156,6 @@ def read_rows(path, limit):
 
 def write_outputs(path, labels):
     """`{"output": label}` JSON Lines, in order, replacing `path` at once."""
-    from arena_tf.files import atomic_writer
-
     with atomic_writer(path) as out:
         out.writelines(json.dumps({"output": label}) + "\n" for label in labels)
 
@@ -179,9 +176,6 @@ def answer_stream():
 
 
 def build_parser():
-    from arena_tf import cli
-    from serving import runtimes
-
     parser = cli.ArgumentParser(prog="python -m serving.submission",
                                 description="Serve an exported run as a Pentathlon submission.")
     parser.add_argument("run_dir", help="a run directory with config.yaml and exported artifacts")
@@ -195,8 +189,6 @@ def build_parser():
 
 def serve(argv, requests, answers):
     """Parse the arguments, load the model, then serve `requests` (online or offline)."""
-    from arena_tf import cli
-
     cli.quiet_tensorflow()
     args = build_parser().parse_args(argv)
     submission = Submission.load(args.run_dir, args.runtime, args.precision, args.device)
@@ -220,11 +212,11 @@ def main(argv=None):
     except SystemExit as stop:
         if stop.code in (0, None):  # --help
             return 0
-        report_failure(answers)
+        report_failure(answers)  # argparse has written its own line on stderr
         return exit_status(stop)
     except BaseException as error:  # noqa: B036 (the protocol's contract: every failure reported)
         report_failure(answers)
-        return exit_status(error)
+        return tell_stderr(error, exit_status(error))
     finally:
         side("exit", peak_rss_bytes=own_peak_rss())
     return 0
@@ -235,6 +227,14 @@ def own_peak_rss():
     (the rusage maximum does not: it keeps the size of the process that started this one, such
     as a bench holding TensorFlow), else the rusage maximum where /proc is missing."""
     return peak_rss_bytes(os.getpid()) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def tell_stderr(error, status):
+    """One line on stderr for a person reading the log (stdout keeps the protocol's sentinel and
+    traceback); `status` back."""
+    line, _ = cli.outcome(error)
+    cli.report(line)
+    return status
 
 
 def report_failure(answers):

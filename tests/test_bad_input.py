@@ -2,7 +2,7 @@
 it, and asserts the exit code, one line on stderr in the shared style (`error: <what>; expected
 <what>; <how to fix>`) holding the documented words, and that nothing was left behind.
 
-docs/bad_input.md is generated from CASES and FAULTS (`python -m tests.test_bad_input`); a test
+docs/guide/bad-input.md is generated from CASES and FAULTS (`python -m tests.test_bad_input`); a test
 checks it. FAULTS are the findings that are not one bad command line (a killed writer, a second
 trainer, a model answering nonsense): each names the area test that feeds that exact input, and a
 test checks that it exists. Area tests (tests/train, tests/export, tests/serving, tests/tasks) hold
@@ -10,20 +10,23 @@ the finer cases.
 """
 
 import dataclasses
+import json
 import os
 import pathlib
+import resource
 import subprocess
 import sys
-from typing import Callable
+from typing import Callable, Optional
 
 import pytest
 
+from arena_tf import settings
 from arena_tf.markdown import table
 from tests.one_line import assert_one_error_line
 from tests.tasks.helpers import PATHFINDER_DIR, pathfinder_set, write_listops
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "bad_input.md"
+DOC = ROOT / "docs" / "guide" / "bad-input.md"
 
 
 @dataclasses.dataclass
@@ -35,6 +38,8 @@ class Case:
     setup: Callable
     words: str
     exit: int = 2
+    env: dict = dataclasses.field(default_factory=dict)  # set for the command (KERAS_BACKEND)
+    file_size_limit: Optional[int] = None  # bytes, as `ulimit -f` sets it for the command
 
 
 GOOD_LISTOPS = "( ( [MAX 2 9 ] ) )\t9\n"
@@ -53,9 +58,9 @@ def prepare_listops(tmp, bad_row):
     return ["arena_tf.data", "prepare", "--task=listops", f"--data_dir={data}"]
 
 
-def prepare_pathfinder(tmp, damage):
-    """12 generated Pathfinder images in `tmp`, `damage(dataset_dir)` applied."""
-    pathfinder_set(tmp, 12)
+def prepare_pathfinder(tmp, damage, count=12):
+    """`count` generated Pathfinder images in `tmp`, `damage(dataset_dir)` applied."""
+    pathfinder_set(tmp, count)
     damage(tmp / PATHFINDER_DIR)
     return ["arena_tf.data", "prepare", "--task=pathfinder", f"--data_dir={tmp}"]
 
@@ -63,6 +68,73 @@ def prepare_pathfinder(tmp, damage):
 def short_metadata_line(directory):
     with open(directory / "metadata" / "1.npy", "a") as metadata:
         metadata.write("imgs/1 sample_0.png 6\n")
+
+
+def odd_sized_pathfinder_image(directory):
+    """One 33 x 32 PNG among the generated 32 x 32 images."""
+    from PIL import Image
+
+    Image.new("L", (33, 32)).save(directory / "imgs/0/sample_5.png")
+
+
+def exported_run(tmp, **config_changes):
+    """A tiny untrained run directory (model.keras + config.yaml), `config_changes` applied to
+    config.yaml's sections."""
+    import yaml
+
+    from tests.export.conftest import write_run_dir
+
+    run, _ = write_run_dir(tmp / "run", "full")
+    saved = yaml.safe_load((run / "config.yaml").read_text())
+    for section, values in config_changes.items():
+        saved[section] = values if not isinstance(values, dict) else {**saved[section], **values}
+    (run / "config.yaml").write_text(yaml.safe_dump(saved))
+    return run
+
+
+def listops_model_with_pathfinder_config(tmp):
+    run = exported_run(tmp, task={"name": "pathfinder"},
+                       model={"vocab_size": 256, "max_len": 1024, "num_classes": 2,
+                              "padding_id": None})
+    return ["export.to_savedmodel", str(run)]
+
+
+def non_utf8_config(tmp):
+    run = exported_run(tmp)
+    (run / "config.yaml").write_bytes(b"task: {name: listops}\n# caf\xe9\n")
+    return ["export.to_onnx", str(run)]
+
+
+def bench_config_task_5(tmp):
+    run = exported_run(tmp, task=5)
+    (run / "saved_model").mkdir()
+    return ["serving.bench", str(run), "--out", str(tmp / "out")]
+
+
+def bench_out_with_results(tmp):
+    out = tmp / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text(json.dumps(
+        {"model": "m", "runtime": "tf", "precision": "fp32", "scenario": "offline",
+         "status": "ok"}) + "\n")
+    return ["serving.bench", "--command", "python -c pass", "--task", "listops", "--out", str(out)]
+
+
+def merge_key_only_row(tmp):
+    (tmp / "results-1.json").write_text(json.dumps(
+        [{"suite": "cpu-listops", "task": "listops", "mechanism": "full", "seed": 7}]))
+    return ["arena_tf.reproduce", "merge", str(tmp / "results-1.json")]
+
+
+def report_truncated_metrics(tmp):
+    """`benchmark report` over the repository's results, with our accuracies read from a run's
+    metrics.json that was cut short; the report and its plots would go to tmp/report."""
+    results = ROOT / "docs" / "results" / "efficiency"
+    (tmp / "runs" / "listops-full").mkdir(parents=True)
+    (tmp / "runs" / "listops-full" / "metrics.json").write_text('{"test_accuracy": 0.')
+    return ["arena_tf.benchmark", "report", "--layers", str(results / "layers.json"), "--train",
+            str(results / "train.json"), "--runs", str(tmp / "runs"),
+            "--output", str(tmp / "report" / "report.md")]
 
 
 def unfinished_run(tmp):
@@ -80,7 +152,7 @@ def mixer_run(tmp):
 
 CASES = {
     "unknown-flag": Case(
-        "a flag the command does not have", lambda tmp: ["arena_tf.presets", "measure", "--nope"],
+        "a flag the command does not have", lambda tmp: ["arena_tf.preset_timing", "measure", "--nope"],
         "unrecognized arguments: --nope; expected the arguments in"),
     "analysis-unfinished-run": Case(
         "a run directory without model.keras", unfinished_run,
@@ -153,8 +225,100 @@ CASES = {
         "holds no exported model; expected one of saved_model"),
     "presets-unknown-task": Case(
         "an unknown task in `--tasks`",
-        lambda tmp: ["arena_tf.presets", "measure", "--tasks", "nope", "--out", str(tmp)],
+        lambda tmp: ["arena_tf.preset_timing", "measure", "--tasks", "nope", "--out", str(tmp)],
         "unknown task 'nope' in --tasks"),
+    # Round two (issue 46): settings, memory, the error boundary, shared outputs, data on entry.
+    "train-learning-rate-nan": Case(
+        "`--set train.learning_rate=.nan` (NaN passes `x <= 0`; every setting's range is declared "
+        "once, in arena_tf/settings.py)",
+        lambda tmp: train(tmp, "--set", "train.learning_rate=.nan"),
+        "train.learning_rate=nan is invalid; expected in (0, infinity)"),
+    "train-learning-rate-inf": Case(
+        "`--set train.learning_rate=.inf`",
+        lambda tmp: train(tmp, "--set", "train.learning_rate=.inf"),
+        "train.learning_rate=inf is invalid"),
+    "train-negative-grad-clip": Case(
+        "`--set train.grad_clip=-1` (was: trained with no clipping)",
+        lambda tmp: train(tmp, "--set", "train.grad_clip=-1"),
+        "train.grad_clip=-1 is invalid; expected in (0, infinity), or null (no clipping)"),
+    "train-huge-batch": Case(
+        "`--set train.batch_size=1000000000` (was: an int32 overflow in a shape)",
+        lambda tmp: train(tmp, "--set", "train.batch_size=1000000000"),
+        "train.batch_size=1000000000 is invalid; expected in [1, 1,048,576]"),
+    "train-jax-negative-eval-batches": Case(
+        "`KERAS_BACKEND=jax ... --set train.eval_batches=-5` (TensorFlow took -5 as all, JAX "
+        "failed in islice; both refuse it now)",
+        lambda tmp: train(tmp, "--set", "train.eval_batches=-5"),
+        "train.eval_batches=-5 is invalid; expected in [1, 2,147,483,647], or null (every batch",
+        env={"KERAS_BACKEND": "jax"}),
+    "train-projection-past-the-input": Case(
+        "`--set model.attention_params.projected_length=100000` on 256-token inputs (was: 17.6 GB, "
+        "killed by the kernel)",
+        lambda tmp: train(tmp, "--set", "model.attention_params.projected_length=100000",
+                          model="linformer"),
+        "model.attention_params.projected_length=100000 is longer than the input"),
+    "train-memory-guard": Case(
+        "`--set train.batch_size=65000` on the tiny preset: the memory guard estimates hundreds "
+        "of GB, more than the machine has",
+        lambda tmp: train(tmp, "--set", "train.batch_size=65000"),
+        "GB of memory at its peak"),
+    "train-misspelt-keras-backend": Case(
+        "`KERAS_BACKEND=tensorfow python -m arena_tf.train ...` (caught before Keras is imported)",
+        lambda tmp: train(tmp), "KERAS_BACKEND='tensorfow' is not a Keras backend",
+        env={"KERAS_BACKEND": "tensorfow"}),
+    "benchmark-zero-length": Case(
+        "`python -m arena_tf.benchmark layers --lengths 0` (was: exit 0)",
+        lambda tmp: ["arena_tf.benchmark", "layers", "--lengths", "0"],
+        "invalid item '0' (0 is not a whole number of at least 1)"),
+    "benchmark-report-truncated-metrics": Case(
+        "`benchmark report` with a run's metrics.json cut short (was: a traceback after four "
+        "plots; now no plot and no page)",
+        report_truncated_metrics, "metrics.json cannot be read as JSON"),
+    "export-non-utf8-config": Case(
+        "`export/to_onnx.py` on a run whose config.yaml is not UTF-8",
+        non_utf8_config, "config.yaml: not UTF-8 text"),
+    "export-model-of-another-task": Case(
+        "a ListOps model.keras with a Pathfinder config.yaml (was: exported, parity passed, "
+        "metadata naming pathfinder)",
+        listops_model_with_pathfinder_config, "does not match"),
+    "export-file-size-limit": Case(
+        "`ulimit -f 200` (100 KiB) under `export/to_savedmodel.py`: the SavedModel write fails "
+        "inside TensorFlow", lambda tmp: ["export.to_savedmodel", str(exported_run(tmp))],
+        "File too large", exit=1, file_size_limit=200 * 512),
+    "bench-config-task-5": Case(
+        "`serving.bench` on a run whose config.yaml reads `task: 5`", bench_config_task_5,
+        "section task holds 5, not keys and values"),
+    "bench-timeout-nan": Case(
+        "`serving.bench --timeout nan`",
+        lambda tmp: ["serving.bench", "--command", "python -c pass", "--task", "listops",
+                     "--timeout", "nan", "--out", str(tmp / "out")],
+        "--timeout=nan is not positive"),
+    "bench-poisson-mean-nan": Case(
+        "`serving.bench --poisson-mean nan`",
+        lambda tmp: ["serving.bench", "--command", "python -c pass", "--task", "listops",
+                     "--poisson-mean", "nan", "--out", str(tmp / "out")],
+        "--poisson-mean=nan is not positive"),
+    "bench-out-holds-results": Case(
+        "`serving.bench --out DIR` where DIR holds another run's results.jsonl (was: replaced "
+        "without a word)", bench_out_with_results,
+        "holds another run's results (results.jsonl, 1 row); expected an empty or new directory, "
+        "or --append / --overwrite"),
+    "reproduce-merge-key-only-row": Case(
+        "`reproduce merge` of a row holding only its key fields (was: written, then every report "
+        "failed with KeyError)", merge_key_only_row,
+        "row 0 (cpu-listops/listops/full/7) is not a whole result: no test_accuracy"),
+    "data-rows-out-directory": Case(
+        "`python -m arena_tf.data rows ... --out EXISTING_DIR` (was: exit 1)",
+        lambda tmp: (tmp / "existing").mkdir() or [
+            "arena_tf.data", "rows", "--task=listops",
+            f"--data-dir={write_listops(tmp / 'listops', GOOD_LISTOPS * 3)}",
+            "--out", str(tmp / "existing")],
+        "is a directory; expected the path of a file to write"),
+    "prepare-pathfinder-odd-size": Case(
+        "one 33 x 32 PNG among 160 Pathfinder images (was: stopped training at step 1 with "
+        "TensorFlow's reshape message)",
+        lambda tmp: prepare_pathfinder(tmp, odd_sized_pathfinder_image, count=160),
+        "1 of 160 images in"),
 }
 
 
@@ -196,7 +360,51 @@ FAULTS = [
           "refused: Pentathlon's error sentinel and exit 1; the bench reports the row and goes on",
           "tests/serving/test_protocol.py::"
           "test_worker_refuses_offline_files_outside_its_offline_dir_and_goes_on"),
+    Fault("NaN, the infinities, negatives, zero and huge values in every numeric setting "
+          "(Hypothesis)", "refused in one line naming the setting, unless the range below accepts "
+          "the value", "tests/test_bad_input_settings.py::test_each_numeric_setting_is_accepted_exactly_in_its_declared_range"),
+    Fault("an exception nobody expected, inside any command",
+          "one line `internal error: <type>: <message>; ... rerun with --debug`, exit 1",
+          "tests/test_bad_input_boundary.py::test_an_unexpected_exception_is_one_internal_error_line_exit_1"),
+    Fault("memory that runs out inside a command (`export/to_onnx.py RUN --examples 1000000000`)",
+          "one line `out of memory (...)`, exit 1",
+          "tests/test_bad_input_boundary.py::test_memory_that_runs_out_is_one_line_exit_1"),
+    Fault("Ctrl-C inside a command", "one line, exit 130",
+          "tests/test_bad_input_boundary.py::test_ctrl_c_inside_a_command_is_one_line_and_130"),
+    Fault("Ctrl-C while a command imports TensorFlow", "the same line; the process ends by SIGINT",
+          "tests/test_bad_input_boundary.py::test_ctrl_c_while_a_command_imports_is_one_line"),
+    Fault("Ctrl-C during `export/to_savedmodel.py`", "one line, exit 130, no artifact and no "
+          "temporary left", "tests/test_bad_input_boundary.py::test_ctrl_c_during_an_export_leaves_nothing_but_the_run"),
+    Fault("`python -m arena_tf.data rows ... | head -c 100`", "ends quietly, exit 141 (was: a "
+          "broken-pipe error, exit 1)", "tests/test_bad_input_boundary.py::test_rows_cut_short_by_head_end_quietly_with_141"),
+    Fault("`serving.submission` on bad input", "stdout: the protocol's sentinel and traceback; "
+          "stderr: the one line", "tests/test_bad_input_boundary.py::"
+          "test_the_submission_tells_stderr_in_one_line_and_stdout_keeps_the_protocol"),
+    Fault("two `serving.bench` runs given the same --out", "the second is refused naming the "
+          "first's pid, exit 2 (was: the first's rows lost)",
+          "tests/test_bad_input_boundary.py::test_a_second_bench_on_the_same_out_is_refused_naming_the_holder"),
+    Fault("`serving.bench --append` / `--overwrite` on a --out holding results",
+          "the earlier rows kept / replaced; without either, refused",
+          "tests/test_bad_input_boundary.py::test_the_bench_keeps_or_replaces_earlier_rows_only_when_told"),
+    Fault("`reproduce merge` of a partial row; a results.json holding one", "refused in one line "
+          "before anything is written; `reproduce report` names the row instead of a KeyError",
+          "tests/test_bad_input_boundary.py::test_merge_of_a_partial_row_leaves_results_json_as_it_was_and_reports_say_why"),
+    Fault("a run whose estimated peak memory exceeds what the machine has available",
+          "refused before its first step with the estimate and the memory available, exit 2",
+          "tests/test_bad_input_boundary.py::test_the_memory_guard_refuses_with_the_estimate_and_the_memory_available"),
+    Fault("a benchmark configuration larger than the memory available", "skipped with the "
+          "estimate and the memory available, never killed by the kernel",
+          "tests/test_bad_input_boundary.py::test_the_benchmark_skips_a_configuration_larger_than_the_memory_available"),
+    Fault("Pathfinder images of another size or mode", "refused by `prepare`, naming the first "
+          "files and their count", "tests/test_bad_input_boundary.py::test_images_of_another_size_or_mode_do_not_fit_pathfinder"),
 ]
+
+
+def file_size_limit(limit):
+    """A preexec_fn setting RLIMIT_FSIZE as `ulimit -f` does, or None."""
+    if limit is None:
+        return None
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
 
 def files_under(path):
@@ -211,9 +419,10 @@ def test_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(name, tmp_p
     cwd.mkdir()
     arguments = case.setup(work)
     before = files_under(work)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **case.env}
     result = subprocess.run([sys.executable, "-m", *arguments], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=900)
+                            capture_output=True, text=True, timeout=900,
+                            preexec_fn=file_size_limit(case.file_size_limit))
     assert result.returncode == case.exit, result.stderr[-3000:]
     assert_one_error_line(result.stderr, case.words)
     assert files_under(work) == before, "the command left files behind"
@@ -230,6 +439,9 @@ def render():
     rows = [[f"`{name}`", case.bad_input, f"`{case.words}`", case.exit]
             for name, case in sorted(CASES.items())]
     faults = [[fault.fault, fault.outcome, f"`{fault.test}`"] for fault in FAULTS]
+    ranges = [[f"`{section}.{name}`", declared.describe(),
+               settings.ACCEPTED_LATER.get(f"{section}.{name}", "")]
+              for section, names in settings.RANGES.items() for name, declared in names.items()]
     return ("# Bad input: one line and an exit code\n\n"
             "Generated from `tests/test_bad_input.py` (`python -m tests.test_bad_input`), whose "
             "test runs each case and checks its exit code, that the line on stderr reads "
@@ -239,7 +451,16 @@ def render():
             + table(["case", "bad input", "error line holds", "exit"], rows) + "\n\n"
             "## Faults\n\n"
             "Findings that are not one bad command line, each with the test that feeds it:\n\n"
-            + table(["fault", "what happens", "test"], faults) + "\n")
+            + table(["fault", "what happens", "test"], faults) + "\n\n"
+            "## Every numeric setting's range\n\n"
+            "Declared once in `arena_tf/settings.py` and checked when a config is read, before "
+            "anything is written; a value outside its range is refused in one line naming the "
+            "setting (exit 2). NaN and the infinities are outside every range. Where a range "
+            "accepts huge values, the last column says what happens to them. Attention "
+            "parameters are checked by each mechanism when the model is built "
+            "(`model.attention_params.projected_length` at most the input's length); what does "
+            "not fit the machine's memory is the memory guard's (`arena_tf/memory_guard.py`).\n\n"
+            + table(["setting", "accepted", "huge values"], ranges) + "\n")
 
 
 def test_the_doc_table_is_generated_from_the_cases():

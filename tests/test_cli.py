@@ -23,11 +23,14 @@ def test_output_cut_short_by_its_reader_ends_quietly():
     assert child.stderr.read() == ""
 
 
-def test_a_broken_pipe_that_is_not_stdout_keeps_its_traceback():
-    """A child process that went away is a fault to see, not a reader that had enough."""
+def test_a_broken_pipe_that_is_not_stdout_is_an_internal_error(capsys):
+    """A child process that went away is a fault to see (one line, exit 1; --debug: the
+    traceback), not a reader that had enough."""
 
     def body():
         raise BrokenPipeError(32, "Broken pipe")
 
+    assert cli.run_main(body) == cli.EXIT_FAILURE
+    assert "internal error: BrokenPipeError" in capsys.readouterr().err
     with pytest.raises(BrokenPipeError):
-        cli.run_main(body)
+        cli.run_main(body, debug=True)

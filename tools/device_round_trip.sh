@@ -3,14 +3,13 @@
 # side by side on the one GPU, then (if time is left) the layer benchmark under JAX; what they
 # produced is copied to $OUT.
 #
-#   here:  tools/device_wheels.sh                                  (once: .whl/, about 10 MiB)
+#   here:  tools/device_wheels.sh      (before each call: .whl/, about 10 MiB, and .whl/COMMIT)
 #   device run, carry [".whl"], timeout_s 600:
-#          ARENA_TF_COMMIT=<git rev-parse --short=12 HEAD here> tools/device_round_trip.sh \
-#              lra:listops:linformer,linear cpu-pathfinder::full,linformer,s4d
+#          tools/device_round_trip.sh lra:listops:linformer,linear cpu-pathfinder::full,linformer,s4d
 #   here:  python -m arena_tf.reproduce merge <files_at>/results-*.json
-#          for each job's SUITE: rm -rf docs/reproduction/paused/SUITE and copy
+#          for each job's SUITE: rm -rf docs/results/reproduction/paused/SUITE and copy
 #          <files_at>/paused/SUITE there, if it came back       (the paused runs, see below)
-#          git add docs/reproduction* && git commit
+#          git add docs/results/reproduction* && git commit
 #
 # A job is SUITE:TASKS:MECHANISMS (TASKS empty: the suite's own); its mechanisms run one after the
 # other in the order given, so the cheap ones land first in a short lease. Give each suite to one
@@ -21,17 +20,21 @@
 # TRAIN_SECONDS (default 420) have gone by since the jobs started; the copies stay while the
 # machine is warm, so a later call for the same suite goes on where this one paused (with the code
 # of the first call). Runs go on across machines as on CPU (arena_tf/reproduce/paused_runs.py): the copy
-# holds docs/reproduction/paused/ as committed here, `--resume` unpacks the archives written under
+# holds docs/results/reproduction/paused/ as committed here, `--resume` unpacks the archives written under
 # JAX (one written under TensorFlow starts again), and `reproduce pack SUITE` at the end packs every
 # run left unfinished (archives over 24 MB are not kept: the LRA ListOps models start again) into
-# $OUT/paused/SUITE, the suite's whole new state of docs/reproduction/paused/SUITE. Jobs share the
+# $OUT/paused/SUITE, the suite's whole new state of docs/results/reproduction/paused/SUITE. Jobs share the
 # GPU: on an H200 the lra ListOps linformer run went at 7 steps/s beside two small-model jobs and
-# 14 alone (docs/reproduction/device/). Generated tasks (listops, pathfinder, pathx) work without
+# 14 alone (docs/results/reproduction/device/). Generated tasks (listops, pathfinder, pathx) work without
 # TensorFlow, the TFDS ones do not. BENCHMARK_SECONDS (default 0: none) bounds a layer benchmark
 # under JAX (BENCHMARK_ARGS, default the jax_dpa peer beside full and linformer) after the jobs.
 set -uo pipefail
 OUT=${OUT:-/tmp/arena_tf_out}
 ROOT=$PWD
+# The rows' commit: the one tools/device_wheels.sh read from git where the tree was prepared.
+[ -s .whl/COMMIT ] || { echo "error: .whl/COMMIT is missing; expected the commit written by tools/device_wheels.sh; run it here and carry .whl" >&2; exit 2; }
+ARENA_TF_COMMIT=$(cat .whl/COMMIT)
+export ARENA_TF_COMMIT
 mkdir -p "$OUT" /tmp/arena_tf_jobs data
 # Several processes share the GPU: each takes memory as it needs it, not 75% up front.
 export KERAS_BACKEND=jax PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -57,7 +60,7 @@ run_job() {  # number, SUITE:TASKS:MECHANISMS; runs in its suite's own copy of t
     IFS=: read -r suite tasks mechanisms <<<"$2"
     copy=/tmp/arena_tf_jobs/$suite  # the same suite in a later call finds its run directories
     if [ ! -d "$copy" ]; then
-        mkdir -p "$copy" && cp -a arena_tf configs docs setup.py "$copy"/ \
+        mkdir -p "$copy" && cp -a arena_tf archive configs docs setup.py "$copy"/ \
             && ln -s "$ROOT/data" "$copy/data" || return 1
     fi
     cd "$copy" || return 1
@@ -71,11 +74,11 @@ run_job() {  # number, SUITE:TASKS:MECHANISMS; runs in its suite's own copy of t
             ${mechanism:+--mechanisms "$mechanism"} --resume --time_limit "$left" 2>&1
     done
     python3 -m arena_tf.reproduce "$suite" ${tasks:+--tasks "$tasks"} --list
-    cp docs/reproduction/results.json "$OUT/results-$number.json"
+    cp docs/results/reproduction/results.json "$OUT/results-$number.json"
     python3 -m arena_tf.reproduce pack "$suite" 2>&1
     mkdir -p "$OUT/paused" && rm -rf "${OUT:?}/paused/$suite"
-    if [ -d "docs/reproduction/paused/$suite" ]; then
-        cp -a "docs/reproduction/paused/$suite" "$OUT/paused/"
+    if [ -d "docs/results/reproduction/paused/$suite" ]; then
+        cp -a "docs/results/reproduction/paused/$suite" "$OUT/paused/"
     fi
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Here, before a lent GPU machine's first call (see tools/device_round_trip.sh): download into .whl/
 # the Python 3.12 wheels that machine lacks for the JAX trainer. Its image has JAX with CUDA,
-# NumPy, PyYAML, Pillow, Matplotlib and TensorBoard, but not Keras or grain
-# (/work/.library/device/KINDS.md lists its packages). The versions are constraints.txt's.
+# NumPy, PyYAML, Pillow, Matplotlib and TensorBoard, but not Keras or grain. The versions are
+# constraints.txt's. It also writes .whl/COMMIT, this checkout's commit read from git ('+dirty' with
+# uncommitted changes to tracked files): the lent machine's copy has no git history, and its rows
+# name the commit from that file, never one typed by hand. Run it again before each call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PACKAGES="keras namex optree grain array_record portpicker"
@@ -16,3 +18,7 @@ for name in $PACKAGES; do
         --platform manylinux2014_x86_64 -d .whl "$pin"
 done
 du -sh .whl
+commit=$(git rev-parse --short=12 HEAD)
+[ -z "$(git status --porcelain --untracked-files=no)" ] || commit="$commit+dirty"
+echo "$commit" > .whl/COMMIT
+echo "commit $commit written to .whl/COMMIT"

@@ -3,8 +3,8 @@ arena_tf.benchmark (nothing of it is imported): each pair rebuilt from the confi
 records, ours by `arena_tf.layers.get`, the peer by its own class (keras.layers or
 official.nlp.modeling.layers) with the recorded constructor arguments, and timed here.
 
-    python tools/side_by_side.py --check docs/efficiency/pairs.json   # exit 1 if a median strays
-    python tools/side_by_side.py --from docs/efficiency/pairs.json    # only print the ratios
+    python tools/side_by_side.py --check docs/results/efficiency/pairs.json   # exit 1 if a median strays
+    python tools/side_by_side.py --from docs/results/efficiency/pairs.json    # only print the ratios
 
 Per configuration: one tf.function forward + backward step per layer (gradients of the output's
 sum for the input and every weight), 2 untimed calls each, then the recorded number of rounds
@@ -129,7 +129,7 @@ def main(argv=None):
     source.add_argument("--check", metavar="PAIRS_JSON",
                         help="time its pairs and check each median against its recorded range")
     source.add_argument("--from", dest="source", metavar="PAIRS_JSON",
-                        default="docs/efficiency/pairs.json", help="time its pairs only")
+                        default="docs/results/efficiency/pairs.json", help="time its pairs only")
     parser.add_argument("--tolerance", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, help="rounds per configuration (default: recorded)")
     options = parser.parse_args(argv)

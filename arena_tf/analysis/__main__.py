@@ -44,6 +44,7 @@ def parse_args(argv):
 
 
 def span_command(args):
+    # Keras, TensorFlow and matplotlib: loaded once the arguments are known good (--help is quick)
     from arena_tf.analysis import plots
     from arena_tf.analysis.commands import measure_span, span_summary
 
@@ -57,7 +58,7 @@ def span_command(args):
 
 
 def attention_command(args):
-    from arena_tf.analysis.commands import draw_attention
+    from arena_tf.analysis.commands import draw_attention  # Keras and TensorFlow, as above
 
     for path in draw_attention(args.run_dir, args.example):
         print(f"attention maps: {path}")

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from arena_tf import files
 from arena_tf.cli import UsageError
 
 DPI = 100
@@ -50,8 +51,6 @@ def new_figure(width_pixels, height_pixels):
 
 def save(figure, path):
     """Write the figure as a PNG at its exact size (atomically); the path written."""
-    from arena_tf import files
-
     with files.atomic_path(path) as tmp:
         figure.savefig(tmp, format="png", dpi=DPI)
     return path

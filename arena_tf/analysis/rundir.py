@@ -53,12 +53,12 @@ def load_run(run_dir):
     run_dir = pathlib.Path(run_dir)
     if not run_dir.is_dir():
         raise RunDirError(f"run directory {run_dir} does not exist", "an existing directory",
-                          "pass the --run_dir of a training run")
+                          "pass the --run-dir of a training run")
     model_path = run_dir / "model.keras"
     if not model_path.is_file():
         raise RunDirError(f"{run_dir} holds no trained model",
                           "model.keras, which training writes when it finishes",
-                          f"train with `python -m arena_tf.train ... --run_dir {run_dir}` first")
+                          f"train with `python -m arena_tf.train ... --run-dir {run_dir}` first")
     config = read_config(run_dir)
     check_analysable(config.model.attention)
     return Run(run_dir, config, keras.saving.load_model(model_path))

@@ -82,3 +82,16 @@ def current():
     import keras
 
     return lookup(keras.backend.backend()).measurer()
+
+
+def measure_matmul(spec):
+    """Child-process entry: the best rate over square sizes up to spec["size"] (1024 to it), with
+    the matmul of the process's Keras backend, and the device it ran on where the backend names
+    one (`device_record`)."""
+    measurer = current()
+    sizes = sorted({min(1024, spec["size"]), min(2048, spec["size"]), spec["size"]})
+    rates = {size: machine.matmul_rate(measurer.matmul_product, size, spec.get("repeats", 10))
+             for size in sizes}
+    best = max(rates, key=rates.get)
+    return {"gflops": rates[best], "size": best, "by_size": rates,
+            "load": machine.load_average(), **measurer.device_record()}

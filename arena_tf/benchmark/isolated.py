@@ -20,13 +20,15 @@ from arena_tf import files
 
 # kind -> "module:function" measuring one spec in the current process.
 MEASUREMENTS = {
-    "layer": "arena_tf.benchmark.layers:measure",
-    "peer": "arena_tf.benchmark.layers:measure_peer",
+    "layer": "arena_tf.benchmark.layer_sweep:measure",
+    "peer": "arena_tf.benchmark.layer_sweep:measure_peer",
     "pair": "arena_tf.benchmark.pairs:measure",
     "agreement": "arena_tf.benchmark.peers:agreement",
-    "train": "arena_tf.benchmark.training:measure",
-    "matmul": "arena_tf.benchmark.machine:measure_matmul",
+    "train": "arena_tf.benchmark.lra_table2:measure",
+    "matmul": "arena_tf.benchmark.backends:measure_matmul",
     "xla_kernels": "arena_tf.benchmark.xla:measure_kernels",
+    "precision": "arena_tf.benchmark.precision:measure",
+    "precision_matmul": "arena_tf.benchmark.precision:measure_matmul",
 }
 
 

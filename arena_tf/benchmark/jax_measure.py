@@ -2,7 +2,7 @@
 
 A layer's call becomes a pure function of (weight values, input) through Keras' `StatelessScope`;
 forward is `jax.jit` of it, forward + backward `jax.jit(jax.grad(...))` of its sum, with gradients
-for the input and every weight (as the TensorFlow path). Each is lowered and compiled first (the
+for the input and every weight (as the TensorFlow path); spec["stages"] may name one of them. Each is lowered and compiled first (the
 seconds it took are stored as `compile_s`, outside the timed calls), then timed by
 `timing.time_calls` with `jax.block_until_ready`.
 
@@ -107,7 +107,8 @@ def measure_call(call, variables, shape, spec):
     stages = {"forward": stateless(call, weights, False),
               "train": jax.grad(summed(stateless(call, weights, True)), argnums=(0, 1))}
     result, baseline = {"profiled": {}}, memory.current_rss_mb()
-    for stage, function in stages.items():
+    for stage in spec.get("stages", tuple(stages)):
+        function = stages[stage]
         result[stage], executable = measure_stage(function, args, spec)
         if spec.get("profile", True):
             result["profiled"][f"{stage}_xla_flops"] = xla_flops(executable)
@@ -115,9 +116,10 @@ def measure_call(call, variables, shape, spec):
     return result
 
 
-def matmul_product(size):
-    """A blocking call of a jitted float32 jnp.matmul of the two [size, size] `machine.operands`."""
-    a, b = (jax.device_put(operand) for operand in machine.operands(size))
+def matmul_product(size, dtype="float32"):
+    """A blocking call of a jitted jnp.matmul of the two [size, size] `machine.operands` in `dtype`
+    (float32 by default; bfloat16 for the rate a bf16 model is held against)."""
+    a, b = (jax.device_put(operand).astype(dtype) for operand in machine.operands(size))
     product = jax.jit(jnp.matmul)
     return lambda: jax.block_until_ready(product(a, b))
 

@@ -8,6 +8,8 @@ import time
 
 import numpy as np
 
+from arena_tf.host import cpu_model
+
 LIBRARIES = ("tensorflow", "keras", "tf-keras", "tf-models-official", "numpy")
 # Environment variables that set how many threads the math libraries and TensorFlow use.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -17,18 +19,6 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 # unit does one fused multiply-add (2 FLOPs) per float per cycle, and a core is taken to have 2.
 VECTOR_FLOATS = {"avx512f": 16, "avx2": 8}
 FMA_UNITS = 2
-
-
-def cpu_model():
-    """The CPU's model name from /proc/cpuinfo (the platform's processor string elsewhere)."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def memory_gb():
@@ -136,14 +126,10 @@ def operands(size):
     return [rng.standard_normal((size, size)).astype(np.float32) for _ in range(2)]
 
 
-def matmul_rate(size=2048, repeats=10, product=None):
+def matmul_rate(product, size=2048, repeats=10):
     """Best GFLOP/s of a float32 [size, size] @ [size, size] matmul (2 size^3 FLOPs) over
-    `repeats` timed calls of `product(size)` (a blocking call; by default the matmul of this
-    process's Keras backend): the machine's dense rate, least disturbed by other work."""
-    if product is None:
-        from arena_tf.benchmark import backends
-
-        product = backends.current().matmul_product
+    `repeats` timed calls of `product(size)` (a blocking call, e.g. a backend's `matmul_product`):
+    the machine's dense rate, least disturbed by other work."""
     call = product(size)
     call()  # trace and warm up
     seconds = []
@@ -152,21 +138,6 @@ def matmul_rate(size=2048, repeats=10, product=None):
         call()
         seconds.append(time.perf_counter() - start)
     return 2 * size**3 / min(seconds) / 1e9
-
-
-def measure_matmul(spec):
-    """Child-process entry: the best rate over square sizes up to spec["size"] (1024 to it), with
-    the matmul of the process's Keras backend, and the device it ran on where the backend names
-    one (`device_record`)."""
-    from arena_tf.benchmark import backends
-
-    measurer = backends.current()
-    sizes = sorted({min(1024, spec["size"]), min(2048, spec["size"]), spec["size"]})
-    rates = {size: matmul_rate(size, spec.get("repeats", 10), measurer.matmul_product)
-             for size in sizes}
-    best = max(rates, key=rates.get)
-    return {"gflops": rates[best], "size": best, "by_size": rates, "load": load_average(),
-            **measurer.device_record()}
 
 
 def run_record(benchmark, options, libraries=LIBRARIES):

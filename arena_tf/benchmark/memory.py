@@ -9,6 +9,7 @@ analysis of the compiled call where the device keeps no statistics (`jax_measure
 then names its "peak_source".
 """
 
+import os
 import resource
 
 # Bytes of float32.
@@ -49,11 +50,27 @@ def estimated_gb(cost, shape, layers=1):
     return layers * elements * FLOAT_BYTES / 1e9
 
 
-def over_cap(estimate_gb, cap_gb):
-    """A reason to skip (a sentence) when the estimate exceeds the cap, else None."""
-    if estimate_gb <= cap_gb:
-        return None
-    return f"estimated {estimate_gb:.1f} GB exceeds the {cap_gb:g} GB memory cap"
+def available_gb():
+    """Memory this machine can give a new allocation now, in GB (/proc/meminfo's MemAvailable;
+    the physical total where it is missing)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            fields = dict(line.split(":", 1) for line in meminfo)
+        return int(fields["MemAvailable"].split()[0]) * 1024 / 1e9
+    except (OSError, KeyError, ValueError):
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+
+
+def over_cap(estimate_gb, cap_gb, available=None):
+    """A reason to skip (a sentence) when the estimate exceeds the cap or the memory available on
+    this machine (which the kernel would end by killing the process), else None."""
+    if estimate_gb > cap_gb:
+        return f"estimated {estimate_gb:.1f} GB exceeds the {cap_gb:g} GB memory cap"
+    available = available_gb() if available is None else available
+    if estimate_gb > available:
+        return (f"estimated {estimate_gb:.1f} GB exceeds the {available:.1f} GB of memory "
+                "available on this machine")
+    return None
 
 
 def peak_source(stats):

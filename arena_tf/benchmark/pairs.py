@@ -3,10 +3,10 @@ interleaved rounds, so that the speed-up comes with its spread (issue 20).
 
     python -m arena_tf.benchmark pairs [--pairs performer:kernel_exp ...] [--length 4096]
         [--batches 1 4] [--masks none padded] [--rounds 7] [--calls 3] [--runs 2]
-        [--output docs/efficiency/pairs.json]
+        [--output docs/results/efficiency/pairs.json]
 
 A pair is one of `targets.PEER_TARGETS`, named OURS:PEER and built as `layers` builds it: ours by
-`layers.ours` (the LRA parameters and the peer's counterpart parameters), the peer by its builder
+`layer_sweep.ours` (the LRA parameters and the peer's counterpart parameters), the peer by its builder
 in `peers`. Each configuration (pair, batch, mask) runs in a fresh child process (`isolated`), so
 configurations share no memory; inside it Keras 3 (ours, keras_mha) and tf_keras (the Model
 Garden's peers) live side by side on one TensorFlow runtime. Each side gets one `tf.function`
@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from arena_tf import files
-from arena_tf.benchmark import backends, costs, layers, machine, peers, targets
+from arena_tf.benchmark import backends, costs, layer_sweep, machine, peers, targets
 from arena_tf.cli import UsageError
 
 DEFAULT_LENGTH = 4096
@@ -63,7 +63,7 @@ def sides(pair):
     """(our Entry, peer name) of `pair`, as `layers` builds them."""
     label, peer_name = KNOWN[pair]
     peer = peers.lookup(peer_name)
-    return layers.ours(peer.counterpart, peer.counterpart_params, label=label), peer_name
+    return layer_sweep.ours(peer.counterpart, peer.counterpart_params, label=label), peer_name
 
 
 def chosen_pairs(names):
@@ -179,7 +179,7 @@ def planned_row(pair, batch, mask, options):
                                    "params": entry.params},
             "peer": {"name": peer_name, "title": peers.lookup(peer_name).title},
             "batch": batch, "mask": mask, "length": options.length,
-            "shape": layers.shape_dict(shape), "rounds": options.rounds, "calls": options.calls}
+            "shape": layer_sweep.shape_dict(shape), "rounds": options.rounds, "calls": options.calls}
 
 
 def run_row(row, options):
@@ -187,7 +187,7 @@ def run_row(row, options):
     "unsupported" or "error"."""
     spec = {key: row[key] for key in ("ours", "peer", "shape", "mask", "rounds", "calls")}
     spec.update(warmup=options.warmup, seed=SEED)
-    return {**row, **layers.measurer(options)("pair", spec, timeout=options.timeout)}
+    return {**row, **layer_sweep.measurer(options)("pair", spec, timeout=options.timeout)}
 
 
 def merged(runs):
@@ -235,7 +235,7 @@ def run(options, say=print):
     backends.check_in_process(backends.lookup("tensorflow"), options.in_process)
     names = chosen_pairs(options.pairs)
     results = {**machine.run_record("pairs", options), "order": ORDER,
-               "matmul_rate": layers.matmul_rate(options), "peak": machine.lscpu_peak(),
+               "matmul_rate": layer_sweep.matmul_rate(options), "peak": machine.lscpu_peak(),
                "rows": []}
     say(describe_rates(results))
     plans = [planned_row(pair, batch, mask, options)

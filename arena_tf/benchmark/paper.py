@@ -1,4 +1,5 @@
-"""Numbers published in the LRA paper (Tay et al., 2021), from /work/shared/LRA_FACTS.md section 4.
+"""Numbers published in the LRA paper (Tay et al., 2021), from its Tables 1 and 2
+(arXiv:2011.04006; docs/guide/lra-reference.md).
 
 The paper's "transformer" is our `full`. Sparse and Longformer are absent from its Table 2 (they
 only simulated sparsity with masks).

@@ -32,14 +32,14 @@ def op_table(xplane_paths):
 
 def subject(name, shape):
     """(call(x, training), variables()) of our mechanism or a peer, built for `shape`."""
-    from arena_tf.benchmark import layers, peers
+    from arena_tf.benchmark import layer_sweep, peers
 
     if name in peers.PEERS:
         layer, call = peers.build(name, shape)
         return call, lambda: layer.trainable_variables
     import arena_tf.layers as attention_layers
 
-    entry = layers.ours(name)
+    entry = layer_sweep.ours(name)
     layer = attention_layers.get(name, num_heads=shape.heads, head_dim=shape.head_dim,
                                  max_len=shape.length, **entry.params)
     layer.build((shape.batch, shape.length, shape.width))

@@ -147,7 +147,7 @@ def growth_targets(rows, names=LINEAR_IN_LENGTH, long=16384):
 
 def exact_memory_target(rows):
     """Peak memory of full's forward + backward at EXACT_LENGTH (one layer), judged on the
-    results of its own `layers` run (docs/efficiency/exact.json)."""
+    results of its own `layers` run (docs/results/efficiency/exact.json)."""
     target = (f"full (exact, blockwise) forward + backward at {EXACT_LENGTH} within "
               f"{EXACT_MEMORY_MB} MB (one layer)")
     row = measured(rows, "full", EXACT_LENGTH)

@@ -5,9 +5,9 @@
 Two measurements, each in a fresh process: the rates of the two kinds of work a training step is
 made of, with and without XLA (float32 matmuls of square matrices; an element-wise pass, the exact
 GELU plus a softmax over a [batch, length + 1, 1024] tensor, the LRA text model's MLP width); and,
-per mechanism, one training step of the LRA Table 2 model (arena_tf/benchmark/training.py) with and
-without XLA, with XLA's own memory plan for the step read from its dump (`Total bytes used` of the
-compiled module's memory-usage report) next to both measured peaks.
+per mechanism, one training step of the LRA Table 2 model (arena_tf/benchmark/lra_table2.py) with
+and without XLA, with XLA's own memory plan for the step read from its dump (`Total bytes used` of
+the compiled module's memory-usage report) next to both measured peaks.
 """
 
 import os
@@ -56,7 +56,7 @@ def planned_bytes(dump_dir):
 
 def measure_step(name, options, jit):
     """One training-step measurement in a fresh process (with XLA's dump when `jit`)."""
-    from arena_tf.benchmark.layers import lra_params
+    from arena_tf.benchmark.layer_sweep import lra_params
 
     spec = {"name": name, "params": lra_params(name), "length": options.length, "jit": jit,
             "batch": options.batch, "warmup": 1, "steps": options.steps, "max_seconds": 30.0}

@@ -19,10 +19,9 @@ for the same spec whatever the number of processes.
     evaluate("[MAX 2 9 ]")                       # 9, with or without the parentheses
 
 The full 100K set (640 MB) takes about a CPU-minute: measured 57 CPU-seconds, 165 s wall time on
-two cores shared with other jobs (`python -m arena_tf.generators.listops --out_dir=DIR`).
+two cores shared with other jobs (`python -m arena_tf.generators.listops --out-dir=DIR`).
 """
 
-import argparse
 import contextlib
 import dataclasses
 import hashlib
@@ -32,9 +31,11 @@ import math
 import multiprocessing
 import os
 import random
+import sys
 import time
 from pathlib import Path
 
+from arena_tf import cli
 from arena_tf.generators import atomic_writer
 from arena_tf.progress import Progress
 
@@ -282,16 +283,21 @@ def generate(out_dir, spec=None, processes=None):
 
 
 def main(argv=None):
-    """`python -m arena_tf.generators.listops --out_dir=DIR`: generate and time the LRA-size set."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--out_dir", required=True)
+    """`python -m arena_tf.generators.listops --out-dir=DIR`: generate and time the LRA-size set."""
+    parser = cli.ArgumentParser(prog="python -m arena_tf.generators.listops",
+                                description="Generate and time the LRA-size ListOps set.")
+    parser.add_argument("--out-dir", required=True, help="where the TSV files go")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--processes", type=int, default=None)
+    parser.add_argument("--processes", type=int, default=None, help="default: all CPUs")
     args = parser.parse_args(argv)
+    return cli.run_main(lambda: run(args), debug=args.debug)
+
+
+def run(args):
     started = time.perf_counter()
     generate(args.out_dir, ListOpsSpec(seed=args.seed), processes=args.processes)
     print(f"generated ListOps into {args.out_dir} in {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -22,11 +22,10 @@ the geometry of any stored image (the metadata keeps the index; `generator.json`
 and seed).
 
     python -m arena_tf.generators.pathfinder --preview grid.png --size 32
-    python -m arena_tf.generators.pathfinder --out_dir data/pathfinder --num_examples 200000
-    python -m arena_tf.generators.pathfinder --distance_baseline --difficulty easy --count 4000
+    python -m arena_tf.generators.pathfinder --out-dir data/pathfinder --num-examples 200000
+    python -m arena_tf.generators.pathfinder --distance-baseline --difficulty easy --count 4000
 """
 
-import argparse
 import dataclasses
 import functools
 import json
@@ -35,12 +34,14 @@ import math
 import multiprocessing
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw
 
+from arena_tf import cli
 from arena_tf.generators import atomic_writer
 from arena_tf.progress import Progress
 
@@ -104,7 +105,7 @@ class PathfinderConfig:
         return self.marker_radius + gap + self.paddle_thickness / 2
 
 
-# The Long Range Arena settings (LRA_FACTS.md section 2), contour length 14 ("hard").
+# The Long Range Arena settings (docs/guide/lra-reference.md, data formats), contour length 14 ("hard").
 PATHFINDER32 = PathfinderConfig(
     size=32, padding=1, paddle_length=2, paddle_thickness=0.5, paddle_gaps=(1,), marker_radius=1.5,
     contour_length=14, distractor_length=14 // 3, num_distractors=20 // (14 // 3), continuity=1.0,
@@ -575,23 +576,32 @@ def marker_distance_baseline(config, count, seed=0):
     return threshold, fitted, float(held_out)
 
 
-def main(argv=None):
-    """Command line: write a preview grid, or generate a dataset and report images per second."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv=None):
+    parser = cli.ArgumentParser(prog="python -m arena_tf.generators.pathfinder",
+                                description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--preview", metavar="PNG", help="write a grid of examples to this PNG")
-    action.add_argument("--out_dir", metavar="ROOT", help="generate a dataset in the release layout")
-    action.add_argument("--distance_baseline", action="store_true",
+    action.add_argument("--out-dir", metavar="ROOT", help="generate a dataset in the release layout")
+    action.add_argument("--distance-baseline", action="store_true",
                         help="accuracy of the marker distance alone (one threshold), on --count "
                              "fresh examples: half to fit, half to score")
     parser.add_argument("--size", type=int, choices=sorted(CONFIGS), default=32)
     parser.add_argument("--difficulty", choices=list(DIFFICULTIES), default="hard",
                         help="contour length 6, 9 or 14 (LRA: hard)")
     parser.add_argument("--count", type=int, default=16, help="examples in the preview")
-    parser.add_argument("--num_examples", type=int, default=200_000)
+    parser.add_argument("--num-examples", type=int, default=200_000)
     parser.add_argument("--processes", type=int, default=None, help="default: all CPUs")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    """Command line: write a preview grid, or generate a dataset and report images per second."""
+    args = parse_args(argv)
+    return cli.run_main(lambda: run(args), debug=args.debug)
+
+
+def run(args):
     config = config_for(args.size, args.difficulty)
     if args.preview:
         print(write_preview(args.preview, config, args.count, args.seed))
@@ -615,4 +625,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -15,9 +15,12 @@ compute dtype.
 import keras
 from keras import ops
 
-from arena_tf.layers import checks
+from arena_tf.layers import checks, kernels
 from arena_tf.layers.long_conv import exporting
 from arena_tf.layers.softmax_attention import attention_weights, softmax_attention
+
+# max_len of a mechanism whose weights are sized by it, when none is given.
+DEFAULT_MAX_LEN = 4096
 
 
 class Attention(keras.layers.Layer):
@@ -26,8 +29,10 @@ class Attention(keras.layers.Layer):
     Args:
         num_heads: number of heads.
         head_dim: width of each head (query, key and value).
-        max_len: longest sequence the layer accepts (mechanisms with length-shaped weights size
-            them by it).
+        max_len: longest sequence the layer accepts. A mechanism whose weights are sized by it
+            (`length_sized`: Linformer's projections, the Synthesizer's logits, BigBird's
+            random-block table) defaults to DEFAULT_MAX_LEN; every other mechanism accepts any
+            length unless max_len is given (None: no limit).
         attention_dropout: dropout rate on explicit attention weights, training only.
         seed: seed for everything the layer draws (dropout, random features, hashes).
         use_bias: whether the projections have biases.
@@ -37,7 +42,7 @@ class Attention(keras.layers.Layer):
     paper = ""
     # Quadratic in length by definition (full, synthesizer); every other mechanism must not be.
     quadratic = False
-    # Cost of one head over a length-L sequence of head width d, for docs and the README catalogue.
+    # Cost of one head over a length-L sequence of head width d, for docs and the catalogue.
     complexity = "O(L^2 d)"
 
     # Projections a mechanism uses; one that is not needed gets None in `attend` and no weights.
@@ -45,12 +50,15 @@ class Attention(keras.layers.Layer):
     # Whether `attend(q, k, v)` is A v with weights A from the projected q and k, which the
     # analysis tools recover (arena_tf/analysis/weights.py); not so for the state-space mixers.
     has_attention_weights = True
+    # What a mechanism sizes by max_len (for the error at a longer input); "" where no weight has
+    # a length in its shape, and then max_len defaults to None (any length).
+    length_sized = ""
 
     def __init__(
         self,
         num_heads,
         head_dim,
-        max_len=4096,
+        max_len=None,
         attention_dropout=0.0,
         seed=0,
         use_bias=True,
@@ -60,7 +68,9 @@ class Attention(keras.layers.Layer):
         owner = type(self).__name__
         self.num_heads = checks.positive_int(owner, "num_heads", num_heads)
         self.head_dim = checks.positive_int(owner, "head_dim", head_dim)
-        self.max_len = checks.positive_int(owner, "max_len", max_len)
+        if max_len is None and self.length_sized:
+            max_len = DEFAULT_MAX_LEN
+        self.max_len = None if max_len is None else checks.positive_int(owner, "max_len", max_len)
         self.attention_dropout = checks.probability(owner, "attention_dropout", attention_dropout)
         self.seed = checks.non_negative_int(owner, "seed", seed)
         self.use_bias = checks.boolean(owner, "use_bias", use_bias)
@@ -114,14 +124,24 @@ class Attention(keras.layers.Layer):
         """Attention dropout on explicit attention weights."""
         return self.dropout(weights, training=training)
 
+    def attention_kernel(self, length=None, training=False, dtype=None):
+        """The kernel (`kernels`' names) the layer's dense softmax takes for sequences of
+        `length` (None: unknown) in `dtype` (default: the compute dtype)."""
+        return kernels.choose(dtype or self.compute_dtype, self.head_dim,
+                              dropout=bool(training and self.attention_dropout),
+                              exporting=exporting())
+
     def softmax_attend(self, q, k, v, allowed, training):
         """softmax(q k^T) v over the allowed keys (q scaled; `allowed` a bool broadcastable to the
-        [..., queries, keys] logits, or None), attention dropout in training included: the
-        hand-written backward of `softmax_attention` where no dropout acts, else autodiff."""
-        if (training and self.attention_dropout) or exporting():
+        [..., queries, keys] logits, or None), attention dropout in training included, by the
+        kernel `kernels.choose` names: the fused kernel, the hand-written backward of
+        `softmax_attention`, or (attention dropout acting, or an export traced) autodiff."""
+        kernel = self.attention_kernel(training=training, dtype=q.dtype)
+        if kernel == kernels.DROPOUT:
             weights = attention_weights(q, k, allowed, q.dtype)
             return ops.matmul(self.dropout_weights(weights, training), v)
-        return softmax_attention(q, k, v, allowed)
+        dense = {kernels.FUSED: kernels.fused_attention, kernels.HAND: softmax_attention}
+        return dense[kernel](q, k, v, allowed)
 
     def compute_output_shape(self, input_shape):
         return input_shape
@@ -137,10 +157,12 @@ class Attention(keras.layers.Layer):
                 "[batch, length, width]"
             )
         length = inputs.shape[1]
-        if length is not None and length > self.max_len:
+        if None not in (length, self.max_len) and length > self.max_len:
+            sized = f", the length its {self.length_sized} are sized by" if self.length_sized \
+                else ""
             raise ValueError(
-                f"{owner}: sequence length {length} exceeds max_len={self.max_len}; shorten the "
-                "input or build the layer with a larger max_len"
+                f"{owner}: sequence length {length} exceeds max_len={self.max_len}{sized}; "
+                "shorten the input or build the layer with a larger max_len"
             )
         if mask is None:
             return ops.ones(ops.shape(inputs)[:2], dtype="bool")

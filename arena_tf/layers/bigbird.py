@@ -20,7 +20,8 @@ the padded input, and its random blocks are drawn per padded length): `last` com
 and random indices are absolute positions, so a random block beyond the real tokens is padding
 and excluded. Appending padding thus leaves the outputs at real positions unchanged.
 
-Computed by gathering the 5 + r key blocks of every query block (a data-dependent gather, which
+Computed by laying the 5 + r key blocks of every query block side by side (`slot_blocks`: the
+window as shifted slices, the global blocks broadcast, the r random ones gathered: a gather that
 tf2onnx converts) plus one dense pass of the 2 global query blocks over all keys: time and memory
 O(L (5 + r) b d + 2 b L d), never an L x L tensor.
 
@@ -50,6 +51,7 @@ class BigBirdAttention(Attention):
 
     paper = "Zaheer et al. (2020), Big Bird: Transformers for Longer Sequences"
     complexity = "O(L (5 + r) b d)"
+    length_sized = "random-block table ([heads, max_len / block_size, r])"
 
     def __init__(self, num_heads, head_dim, block_size=64, num_random_blocks=3, **kwargs):
         super().__init__(num_heads=num_heads, head_dim=head_dim, **kwargs)
@@ -84,10 +86,12 @@ class BigBirdAttention(Attention):
         return aops.cut_to_length(aops.merge_blocks(blocks), length)
 
     def _attend_slots(self, qb, kb, vb, mask_blocks, indices, valid, training):
-        """Each query block over its gathered key blocks: [batch, heads, n, b, d]."""
-        keys, values = (flatten_slots(gather_blocks(t, indices)) for t in (kb, vb))
+        """Each query block over the key blocks of its slots: [batch, heads, n, b, d]."""
+        last = indices[:, 0, 0, 4]
+        random = indices[..., 5:]
+        keys, values = (flatten_slots(slot_blocks(t, last, random)) for t in (kb, vb))
         heads_mask = ops.broadcast_to(mask_blocks[:, None], ops.shape(qb)[:4])
-        allowed = ops.logical_and(gather_blocks(heads_mask, indices), valid[..., None])
+        allowed = ops.logical_and(slot_blocks(heads_mask, last, random), valid[..., None])
         allowed = ops.reshape(allowed, tuple(ops.shape(qb)[:3]) + (1, -1))
         return self.softmax_attend(qb, keys, values, allowed, training)
 
@@ -180,6 +184,27 @@ def gather_blocks(blocks, indices):
     flat_indices = indices + ops.reshape(offsets, (batch, heads) + (1,) * (len(indices.shape) - 2))
     flat_blocks = ops.reshape(blocks, (-1,) + tuple(shape[3:]))
     return ops.take(flat_blocks, flat_indices, axis=0)
+
+
+def slot_blocks(blocks, last, random):
+    """The key blocks of every query block's slots, [batch, heads, n, 5 + r, b, ...], from blocks
+    [batch, heads, n, b, ...], `last` [batch] and the random slots' indices [batch, heads, n, r].
+
+    Only the random slots are gathered: the window (previous, own, next block) is three shifted
+    slices of the blocks (zeros beyond the ends, where the slot does not count), the first global
+    block is block 0 broadcast, the last one block `last` of each example. A gather's gradient is
+    a scatter-add, which on a GPU serialises on atomic adds; a slice's is a pad. (Issue 42: bigbird
+    took 2.6x the fused kernel's time at 16K on an H200 with all 5 + r slots gathered.)
+    """
+    shape = ops.shape(blocks)
+    count, rank = shape[2], len(blocks.shape)
+    padded = ops.pad(blocks, [[0, 0], [0, 0], [1, 1]] + [[0, 0]] * (rank - 3))
+    window = [aops.slice_axis(padded, 2, shift, count) for shift in range(3)]
+    first = ops.broadcast_to(blocks[:, :, :1], shape)
+    at_last = ops.reshape(last, (-1, 1, 1) + (1,) * (rank - 3))
+    last_block = ops.broadcast_to(ops.take_along_axis(blocks, at_last, axis=2), shape)
+    fixed = ops.stack(window + [first, last_block], axis=3)
+    return ops.concatenate([fixed, gather_blocks(blocks, random)], axis=3)
 
 
 def flatten_slots(gathered):

@@ -5,7 +5,9 @@ dense form; from `blockwise_from` keys on (8,192 by default; 0: always, None: ne
 softmax is computed by `blockwise.blockwise_attention` (keys in blocks of `block_size`, online
 softmax, a backward that recomputes each block) in O(L d) memory, equal to the dense form to
 float32 rounding. The blockwise form has no attention weights to drop out: with attention_dropout
-it is used only outside training. Exports trace the dense form (`long_conv.export_form`).
+it is used only outside training. Where `kernels.choose` picks the fused kernel (bf16 under JAX on
+a GPU: cuDNN's flash attention, itself O(L d) in memory), it is taken at every length instead of
+either form. Exports trace the dense form (`long_conv.export_form`).
 
     layer = arena_tf.layers.get("full", num_heads=4, head_dim=32)
     y = layer(x, mask=mask)          # x [batch, length, width], mask bool [batch, length]
@@ -13,11 +15,10 @@ it is used only outside training. Exports trace the dense form (`long_conv.expor
 
 from keras import ops
 
-from arena_tf.layers import checks
+from arena_tf.layers import checks, kernels
 from arena_tf.layers import ops as aops
 from arena_tf.layers.base import Attention
 from arena_tf.layers.blockwise import blockwise_attention
-from arena_tf.layers.long_conv import exporting
 from arena_tf.layers.registry import register
 
 
@@ -44,10 +45,18 @@ class FullAttention(Attention):
                                checks.non_negative_int(owner, "blockwise_from", blockwise_from))
 
     def blockwise(self, keys, training):
-        """Whether `keys` (a static length, or None) take the memory-efficient form."""
-        if self.blockwise_from is None or keys is None or exporting():
+        """Whether `keys` (a static length, or None) take the memory-efficient form: from
+        `blockwise_from` on, where no fused kernel is chosen (the fused kernel needs no length x
+        length weights either) and no attention dropout acts."""
+        if self.blockwise_from is None or keys is None:
             return False
-        return keys >= self.blockwise_from and not (training and self.attention_dropout)
+        return keys >= self.blockwise_from and \
+            super().attention_kernel(keys, training) == kernels.HAND
+
+    def attention_kernel(self, length=None, training=False, dtype=None):
+        if self.blockwise(length, training):
+            return kernels.BLOCKWISE
+        return super().attention_kernel(length, training, dtype)
 
     def attend(self, q, k, v, mask, training=False):
         q = q * self.head_dim**-0.5

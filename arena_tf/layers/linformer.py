@@ -43,6 +43,7 @@ class LinformerAttention(Attention):
 
     paper = "Wang et al. (2020), Linformer: Self-Attention with Linear Complexity"
     complexity = "O(L k d)"
+    length_sized = "projections E and F ([k, max_len])"
 
     def __init__(self, projected_length=32, share_kv=True, share_heads=True, **kwargs):
         super().__init__(**kwargs)

@@ -27,7 +27,7 @@ class LocalAttention(Attention):
 
     Args:
         block_size: positions per block (LRA default 50; 64 for the image task). A block longer
-            than `max_len` is treated as `max_len` (one block: full attention).
+            than a given `max_len` is treated as `max_len` (one block: full attention).
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
     """
 
@@ -39,7 +39,7 @@ class LocalAttention(Attention):
         self.block_size = checks.positive_int(type(self).__name__, "block_size", block_size)
 
     def attend(self, q, k, v, mask, training=False):
-        block = min(self.block_size, self.max_len)
+        block = min(self.block_size, self.max_len or self.block_size)
         qb, kb, vb, mask_blocks = aops.blocked(q, k, v, mask, block)
         allowed = mask_blocks[:, None, :, None, :]  # [batch, 1, blocks, 1, block]
         attended = self.softmax_attend(qb * self.head_dim**-0.5, kb, vb, allowed, training)

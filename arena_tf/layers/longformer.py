@@ -9,7 +9,9 @@ blocks of `window / 2`; each query block attends to its previous, own and next k
 to the exact window, plus the global keys appended to each block's keys (a global key inside the
 window is masked there, so it counts once). The global queries get full rows, O(g L). Global
 positions beyond the actual length are ignored; global positions that are padding are not keys.
-Time and memory O(L (w + g) d).
+Time and memory O(L (w + g) d). Where `kernels.choose` picks the fused kernel (bf16 under JAX on a
+GPU, no attention dropout), each block's window and global keys go to it side by side
+(`fused_blocks_and_shared`); elsewhere the two parts share one softmax without being concatenated.
 
     layer = arena_tf.layers.get("longformer", num_heads=4, head_dim=32, window=512,
                                 global_positions=[0])
@@ -19,7 +21,7 @@ Time and memory O(L (w + g) d).
 import numpy as np
 from keras import ops
 
-from arena_tf.layers import checks
+from arena_tf.layers import checks, kernels
 from arena_tf.layers import ops as aops
 from arena_tf.layers.base import Attention
 from arena_tf.layers.registry import register
@@ -71,13 +73,14 @@ class LongformerAttention(Attention):
         global_real = ops.logical_and(ops.take(mask, inside, axis=1), ops.any(at_global, axis=0))
         qb, kb, vb, real_blocks = aops.blocked(q, k, v, window_real, half)
         window_allowed = ops.logical_and(_band(half), _windows(real_blocks[:, None, :, None, :], 4))
-        attended = aops.attend_blocks_and_shared(
-            qb,
-            (_windows(kb, 3), _windows(vb, 3)),
-            (ops.take(k, inside, axis=2), ops.take(v, inside, axis=2)),
-            (window_allowed, global_real[:, None, None, None, :]),
-            lambda w: self.dropout_weights(w, training),
-        )
+        block_kv = (_windows(kb, 3), _windows(vb, 3))
+        shared_kv = (ops.take(k, inside, axis=2), ops.take(v, inside, axis=2))
+        allowed = (window_allowed, global_real[:, None, None, None, :])
+        if self.attention_kernel(training=training, dtype=q.dtype) == kernels.FUSED:
+            attended = fused_blocks_and_shared(qb, block_kv, shared_kv, allowed)
+        else:
+            attended = aops.attend_blocks_and_shared(
+                qb, block_kv, shared_kv, allowed, lambda w: self.dropout_weights(w, training))
         return aops.cut_to_length(attended, ops.shape(q)[2])
 
     def _global_rows(self, global_q, k, v, mask, training):
@@ -88,6 +91,22 @@ class LongformerAttention(Attention):
         config = super().get_config()
         config.update(window=self.window, global_positions=list(self.global_positions))
         return config
+
+
+def fused_blocks_and_shared(qb, block_kv, shared_kv, allowed):
+    """`aops.attend_blocks_and_shared` by the fused kernel: each block's window keys and the shared
+    (global) keys side by side, one kernel call over [batch * blocks] block rows."""
+    shape = ops.shape(qb)
+    shared = [ops.broadcast_to(x[:, :, None], (shape[0], shape[1], shape[2]) + tuple(
+        ops.shape(x)[2:])) for x in shared_kv]
+    keys, values = (ops.concatenate([own, common], axis=3)
+                    for own, common in zip(block_kv, shared))
+    window, common = allowed
+    mask_shape = (shape[0], 1, shape[2], shape[3])
+    mask = ops.concatenate(
+        [ops.broadcast_to(window, mask_shape + (ops.shape(block_kv[0])[3],)),
+         ops.broadcast_to(common, mask_shape + (ops.shape(shared_kv[0])[2],))], axis=-1)
+    return aops.merge_blocks(kernels.fused_attention(qb, keys, values, mask))
 
 
 def _band(half):

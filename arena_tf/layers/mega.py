@@ -86,7 +86,7 @@ class Mega(Attention):
 
     @property
     def chunk(self):
-        return min(self.chunk_size, self.max_len)
+        return min(self.chunk_size, self.max_len or self.chunk_size)
 
     def build_mechanism(self, input_shape):
         width, inner = input_shape[-1], self.num_heads * self.head_dim

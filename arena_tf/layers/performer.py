@@ -86,7 +86,7 @@ def exp_kernel(q, k, mask, features, scale):
     all keys of a (batch, head) (their shift, 1 / sqrt(m)) cancel between the numerator and the
     denominator, so they are left out or folded into one [length, 1] offset instead of passes over
     the [batch, heads, length, num_features] maps (the form with those passes took 1.05x this
-    one's time: docs/efficiency/attempts/performer_feature_passes.py). Each stabilised feature
+    one's time: archive/efficiency/performer_feature_passes.py). Each stabilised feature
     then gets FEATURE_STABILISER. Padded keys get an offset of 1e9 (so their exp never overflows)
     and zero features (also in a sequence without any real key).
     """

@@ -98,11 +98,17 @@ class ReformerAttention(Attention):
                 "(buckets come in pairs: xR and -xR)"
             )
         self.chunk_size = checks.positive_int(owner, "chunk_size", chunk_size)
-        if (self.n_buckets + 1) * (self.max_len + self.chunk_size) >= 2**31:
+        if self.max_len is not None:
+            self.check_sort_key(self.max_len, f"max_len={self.max_len}")
+
+    def check_sort_key(self, length, named):
+        """A ValueError where sequences of `length` (`named` in the message) overflow the int32
+        sort key (n_buckets + 1) * (length + chunk_size)."""
+        if (self.n_buckets + 1) * (length + self.chunk_size) >= 2**31:
             raise ValueError(
-                f"{owner}: n_buckets={n_buckets} with max_len={self.max_len} overflows the int32 "
-                "sort key (n_buckets + 1) * (max_len + chunk_size); use fewer buckets or a "
-                "shorter max_len"
+                f"{type(self).__name__}: n_buckets={self.n_buckets} with {named} overflows the "
+                "int32 sort key (n_buckets + 1) * (length + chunk_size); use fewer buckets or "
+                "shorter sequences"
             )
 
     def build_mechanism(self, input_shape):
@@ -119,6 +125,8 @@ class ReformerAttention(Attention):
 
     def attend(self, q, k, v, mask, training=False):
         length = ops.shape(q)[2]
+        if q.shape[2] is not None:
+            self.check_sort_key(q.shape[2], f"sequences of {q.shape[2]} tokens")
         q, v = (aops.pad_to_multiple(t, self.chunk_size, axis=2) for t in (q, v))
         mask = aops.pad_to_multiple(mask, self.chunk_size, axis=1, value=False)
         sizes = tuple(ops.shape(q)[:3])

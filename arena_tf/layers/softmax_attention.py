@@ -8,7 +8,7 @@ differentiates the mask's select as another such pass; the identity rowsum(dP * 
 (used by FlashAttention, Dao et al. 2022) takes that sum over [queries, d] instead, and P is
 already 0 at the excluded keys. Without those passes full's forward + backward at 4,096 tokens
 took 0.90 of its autodiff form's time on this project's CPU
-(docs/efficiency/attempts/autodiff_softmax_backward.py). P is stored for the backward as automatic
+(archive/efficiency/autodiff_softmax_backward.py). P is stored for the backward as automatic
 differentiation would store it (unlike `blockwise`, which recomputes it); it equals the autodiff
 form to float32 rounding, gradients included (tests/layers/test_softmax_attention.py).
 

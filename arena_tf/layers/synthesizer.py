@@ -58,6 +58,7 @@ class SynthesizerAttention(Attention):
     quadratic = True
     paper = "Tay et al. (2021), Synthesizer: Rethinking Self-Attention in Transformer Models"
     complexity = "O(L^2 d)"
+    length_sized = "synthesized logits (up to [max_len, max_len])"
 
     def __init__(self, mode="random", rank=8, use_dot_product=True, **kwargs):
         super().__init__(**kwargs)

@@ -5,7 +5,7 @@ import sys
 from arena_tf import cli
 from arena_tf.reproduce import report, running
 from arena_tf.reproduce.results import RESULTS, merge, recorded_runs
-from arena_tf.reproduce.suites import SUITES, load_suite, plan
+from arena_tf.reproduce.suites import load_suite, plan, suite_paths
 
 
 def show_plan(suite, runs):
@@ -16,29 +16,24 @@ def show_plan(suite, runs):
         print(f"{shown:12s} {run.command}")
 
 
-def numbers(text, what):
-    try:
-        return [int(part) for part in text.split(",")]
-    except ValueError:
-        raise cli.UsageError(f"--{what} {text!r} is not a list of numbers", "e.g. 0,1,2",
-                             f"fix --{what}") from None
-
-
 def parse_args(argv):
     parser = cli.ArgumentParser(prog="python -m arena_tf.reproduce", 
                                 description=__doc__.splitlines()[0])
     parser.add_argument("suite", help="a suite of configs/suites/, 'report', 'merge' or 'pack'")
     parser.add_argument("files", nargs="*", help="with merge: results.json files to add rows "
                                                  "from; with pack: the suites (default: all)")
-    parser.add_argument("--mechanisms", help="comma-separated subset of the suite's mechanisms")
-    parser.add_argument("--seeds", help="comma-separated seeds (default: the suite's)")
-    parser.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
+    parser.add_argument("--mechanisms", action=cli.Items, metavar="NAME",
+                        help="a subset of the suite's mechanisms")
+    parser.add_argument("--seeds", action=cli.Items, type=int, metavar="SEED",
+                        help="seeds (default: the suite's)")
+    parser.add_argument("--tasks", action=cli.Items, metavar="TASK",
+                        help="a subset of the suite's tasks")
     parser.add_argument("--resume", action="store_true", help="continue interrupted runs")
     parser.add_argument("--list", action="store_true", help="show each run's state; train nothing")
     parser.add_argument("--rerun", action="store_true",
                         help="re-run recorded rows with their own commands (runs/rerun/) and add "
                              "each result to its row's reruns")
-    parser.add_argument("--time_limit", type=int, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=int, metavar="SECONDS",
                         help="stop at a checkpoint after this many seconds (e.g. a lent "
                              "machine's ten-minute command); --resume goes on")
     return parser.parse_args(argv)
@@ -52,7 +47,7 @@ def main(argv=None):
             print(f"reproduce: wrote {report.write()}")
             return 0
         if args.suite == "pack":
-            names = args.files or [path.stem for path in sorted(SUITES.glob("*.yaml"))]
+            names = args.files or sorted(suite_paths())
             running.pack_unfinished([run for name in names for run in plan(load_suite(name))])
             print(f"reproduce: wrote {report.write()}")
             return 0
@@ -65,9 +60,7 @@ def main(argv=None):
             print(f"reproduce: added {added} row(s) to {RESULTS}; wrote {report.write()}")
             return 0
         suite = load_suite(args.suite)
-        runs = plan(suite, args.mechanisms and args.mechanisms.split(","),
-                    args.seeds and numbers(args.seeds, "seeds"),
-                    tasks=args.tasks and args.tasks.split(","))
+        runs = plan(suite, args.mechanisms, args.seeds, tasks=args.tasks)
         if args.list:
             show_plan(suite, runs)
             return 0

@@ -3,7 +3,7 @@
 A reproduction run takes hours, and the machine that trains it may be gone before it ends (a work
 session stops, a lent GPU goes back, and `runs/` is not committed). `pack` puts an unfinished run's
 newest checkpoint, its config.yaml and its TensorBoard logs into one archive, named after the run
-directory, under docs/reproduction/paused/ (committed beside results.json); `unpack` makes the run
+directory, under docs/results/reproduction/paused/ (committed beside results.json); `unpack` makes the run
 directory again from it on another checkout, where `--resume` continues from that checkpoint.
 
     python -m arena_tf.reproduce pack              # every unfinished run under runs/reproduce/
@@ -21,14 +21,14 @@ import tarfile
 from arena_tf import files
 from arena_tf.training.run_dir import CHECKPOINT_FORMATS, checkpoint_steps
 
-PAUSED = pathlib.Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "paused"
+PAUSED = pathlib.Path(__file__).resolve().parents[2] / "docs" / "results" / "reproduction" / "paused"
 SUFFIX = ".tar.gz"
 KEPT = ("config.yaml", "train", "validation")  # beside the newest checkpoint
 MAX_MB = 24  # larger archives are not kept in the repository (the LRA models' runs start again)
 
 
 def archive_of(run_dir, runs_dir, paused_dir=PAUSED):
-    """docs/reproduction/paused/SUITE/[TASK/]MECHANISM-seedN.tar.gz of a run directory."""
+    """docs/results/reproduction/paused/SUITE/[TASK/]MECHANISM-seedN.tar.gz of a run directory."""
     relative = pathlib.Path(run_dir).relative_to(runs_dir)
     return pathlib.Path(paused_dir) / relative.parent / (relative.name + SUFFIX)
 

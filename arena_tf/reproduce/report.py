@@ -1,5 +1,7 @@
-"""The report: docs/reproduction.md, a learning-curve PNG per suite and the README's summary,
-generated from results.json alone (and the runs carried in paused/, shown by their step).
+"""The report: docs/results/reproduction/report.md, a learning-curve PNG per suite beside it and
+the README's summary, generated from results.json alone (and the runs carried in paused/, shown by
+their step). Nothing here runs by itself: `python -m arena_tf.reproduce report` writes the report
+and `make docs` (tools/regenerate_docs.py) the README's summary.
 
 Per suite and task: each mechanism's mean and spread over seeds beside the paper's number, the
 majority class and the target's verdict; a mechanism without a row is shown as missing, never
@@ -11,14 +13,13 @@ import pathlib
 import shlex
 import statistics
 
-from arena_tf import files
+from arena_tf import files, plot_style
 from arena_tf.markdown import replace_section, table
 from arena_tf.reproduce import paused_runs, reruns
 from arena_tf.reproduce.results import RESULTS, TRAIN_WINDOWS, command_of, read_results
-from arena_tf.reproduce.suites import BOOKKEEPING, ROOT, SUITES, load_suite, plan
+from arena_tf.reproduce.suites import BOOKKEEPING, SUITES, load_suite, plan, suite_paths
 
-REPORT = ROOT / "docs" / "reproduction.md"
-README = ROOT / "README.md"
+REPORT = RESULTS.parent / "report.md"
 README_SUITES = ("cpu-listops", "cpu-pathfinder")  # whose tables the README's summary shows
 
 
@@ -31,12 +32,29 @@ def spread(values):
 
 
 def time_cell(row):
-    """The report's training time of a row: minutes, or a lower bound from its last session."""
-    if row["train_seconds"] is not None:
+    """The report's training time of a row: minutes; where the whole run's time is unknown (a run
+    resumed from a checkpoint older than that bookkeeping), 'unknown' and the lower bound its
+    last session gives, if recorded."""
+    if row.get("train_seconds"):
         return f"{row['train_seconds'] / 60:.0f} min"
-    last = row["last_session"]
-    return (f"over {last['seconds'] / 60:.0f} min (the last session's {last['steps']:,} of "
-            f"{row['steps']:,} steps)")
+    last = row.get("last_session")
+    if not last:
+        return "unknown"
+    return (f"unknown: over {last['seconds'] / 60:.0f} min (the last session's {last['steps']:,} "
+            f"of {row['steps']:,} steps)")
+
+
+def dirty_section(rows):
+    """The rows trained from a tree with uncommitted changes: their commit is not the whole code."""
+    dirty = [r for r in rows if str(r.get("git_commit", "")).endswith("+dirty")]
+    if not dirty:
+        return []
+    names = "\n".join(f"- {r['suite']} {r['mechanism']} seed {r['seed']} ({r['git_commit']})"
+                      for r in dirty)
+    return ["## Rows trained from a tree with uncommitted changes\n",
+            (f"{len(dirty)} row(s) name a commit ending in `+dirty`: their code was that commit "
+             "plus changes never committed as such, so the commit alone does not rebuild it.\n"),
+            names + "\n"]
 
 
 def suite_table(name, rows, suite, task=None, paused=None):
@@ -90,28 +108,41 @@ def suite_heading(suite):
 
 
 def plot_curves(name, rows, path):
-    """Validation accuracy against step, one line per run, to `path` (PNG)."""
+    """Validation accuracy (%) against step, one line per run (its own colour and marker), each
+    task's chance as a dotted line, on an axis at least 10 points tall (a run flat at chance stays
+    flat), to `path` (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(7, 4.5))
+    figure, axes = plt.subplots(figsize=(7.5, 4.8))
     several = len({row["task"] for row in rows}) > 1
-    # One colour per task and mechanism (20 apart), one line style per seed.
-    palette, colours = plt.get_cmap("tab20"), {}
-    for row in rows:
-        if row.get("validation_curve"):
-            steps, values = zip(*row["validation_curve"])
-            label = f"{row['task'] + ' ' if several else ''}{row['mechanism']} s{row['seed']}"
-            colour = colours.setdefault((row["task"], row["mechanism"]), palette(len(colours) % 20))
-            axes.plot(steps, [100 * v for v in values], label=label, color=colour,
-                      linestyle=("-", "--", ":", "-.")[row["seed"] % 4])
-    axes.set(xlabel="step", ylabel="validation accuracy (%)", title=f"{name}: learning curves")
-    axes.legend(fontsize=7, ncol=2)
-    figure.tight_layout()
+    drawn = [row for row in rows if row.get("validation_curve")]
+    labels = [f"{row['task'] + ' ' if several else ''}{row['mechanism']} seed {row['seed']}"
+              for row in drawn]
+    styles = plot_style.series_styles(labels)
+    curves = [tuple(map(tuple, row["validation_curve"])) for row in drawn]
+    first_of = {}  # curve -> the label that drew it first: later copies say so and stagger markers
+    for index, (row, label, curve) in enumerate(zip(drawn, labels, curves)):
+        steps, values = zip(*curve)
+        twin = first_of.setdefault(curve, label)
+        every = max(len(steps) // 12, curves.count(curve))
+        axes.plot(steps, [100 * v for v in values], markersize=4, linewidth=1.3, alpha=0.85,
+                  label=label if twin == label else f"{label} (same curve as {twin})",
+                  markevery=(index % every, every), **styles[label])
+    chances = {row["task"]: 100 * row["chance"] for row in drawn if row.get("chance")}
+    for task, chance in chances.items():
+        plot_style.chance_line(axes, chance, f"chance{' ' + task if several else ''} "
+                                             f"({chance:.1f}%)")
+    plot_style.at_least(axes, "y", span=10.0, bounds=(0.0, 100.0))
+    axes.set(xlabel="training step", ylabel="validation accuracy (%)",
+             title=f"{name}: validation accuracy while training")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=7, ncol=2 if len(labels) > 8 else 1, loc="upper left",
+                bbox_to_anchor=(1.01, 1.0), frameon=False)
     with files.atomic_path(path) as tmp:
-        figure.savefig(tmp, format="png", dpi=100)
+        figure.savefig(tmp, format="png", dpi=100, bbox_inches="tight")
     plt.close(figure)
 
 
@@ -191,29 +222,49 @@ def task_tables(name, rows, suite, paused_dir):
             for task in tasks]
 
 
-def readme_summary(rows, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
-    """The README's reproduction section: the tables of README_SUITES, as the report shows them."""
-    parts = []
-    for name in README_SUITES:
-        suite = load_suite(name, suites_dir)
-        what = suite_heading(suite).splitlines()[0]
-        for task, text in task_tables(name, [r for r in rows if r["suite"] == name], suite,
-                                      paused_dir):
-            label = f"`{name}` ({task})" if len(suite.tasks) > 1 else f"`{name}`"
-            parts.append(f"{label}. {what}\n\n{text}")
-    return "\n\n".join(parts)
+def headline_cell(done, suite, mechanism):
+    """'35.4 (3 seeds), met' of one mechanism's rows in a suite; 'not run' without rows."""
+    if not done:
+        return "not run"
+    accuracies = [100 * r["test_accuracy"] for r in done]
+    mean = statistics.fmean(accuracies)
+    seeds = f" ({len(done)} seeds)" if len(done) > 1 else ""
+    target = suite.target_of(mechanism)
+    verdict = "" if target is None else (", met" if mean >= target else f", under {target}")
+    return f"{mean:.1f}{seeds}{verdict}"
 
 
-def with_summary(text, rows, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
-    """README text with its reproduction section replaced by `readme_summary` of `rows`."""
-    return replace_section(text, "reproduction", readme_summary(rows, suites_dir, paused_dir))
+def headline(rows, suites_dir=SUITES, names=README_SUITES):
+    """The README's summary: per mechanism, each of the suites `names` (one task each): our test
+    accuracy with the target's verdict beside the paper's number."""
+    suites = [load_suite(name, suites_dir) for name in names]
+    mechanisms = list(dict.fromkeys(m for suite in suites for m in suite.mechanisms))
+    header = ["mechanism"]
+    for suite in suites:
+        header += [f"`{suite.name}` ({suite.tasks[0]}) test %", f"{suite.paper_source} %"]
+    lines = []
+    for mechanism in mechanisms:
+        line = [f"`{mechanism}`"]
+        for suite in suites:
+            done = [r for r in rows if r["suite"] == suite.name and r["mechanism"] == mechanism]
+            paper = suite.paper_of(suite.tasks[0]).get(mechanism)
+            inside = mechanism in suite.mechanisms
+            line += [headline_cell(done, suite, mechanism) if inside else "",
+                     "" if paper is None else f"{paper:.2f}"]
+        lines.append(line)
+    return table(header, lines)
 
 
-def write(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
-    """docs/reproduction.md (and a learning-curve PNG per suite) from results.json alone; a
-    mechanism without a row names the step of its checkpoint carried in `paused_dir`, if any.
-    The repository's own report (`doc` = docs/reproduction.md) updates the README's summary too,
-    where the tree has a README."""
+def with_summary(text, rows, suites_dir=SUITES):
+    """README text with its results section replaced by the `headline` of `rows`."""
+    return replace_section(text, "results", headline(rows, suites_dir))
+
+
+def render(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs.PAUSED,
+           plots=True):
+    """The report's text from results.json alone (a mechanism without a row names the step of its
+    checkpoint carried in `paused_dir`, if any), drawing a learning-curve PNG per suite beside
+    `doc` unless `plots` is False."""
     rows = read_results(results)
     doc = pathlib.Path(doc)
     parts = ["# Reproduction\n",
@@ -222,7 +273,7 @@ def write(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs
               "rows `python -m arena_tf.reproduce SUITE` writes as each run finishes. Every row "
               "holds the command that reproduces it, the commit and the device. Mechanisms without "
               "a row are shown as missing, never estimated.\n")]
-    files_of_suites = {p.stem for p in pathlib.Path(suites_dir).glob("*.yaml")}
+    files_of_suites = set(suite_paths(suites_dir))
     for name in sorted({r["suite"] for r in rows} | files_of_suites):
         suite = load_suite(name, suites_dir) if name in files_of_suites else None
         mine = [r for r in rows if r["suite"] == name]
@@ -235,13 +286,18 @@ def write(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs
                 parts.append(f"### {task}\n")
             parts.append(text + "\n")
         if mine:
-            image = doc.parent / "reproduction" / f"{name}.png"
-            image.parent.mkdir(parents=True, exist_ok=True)
-            plot_curves(name, mine, image)
-            parts.append(f"![{name} learning curves](reproduction/{image.name})\n")
+            image = doc.parent / f"{name}.png"
+            if plots:
+                image.parent.mkdir(parents=True, exist_ok=True)
+                plot_curves(name, mine, image)
+            parts.append(f"![{name} learning curves]({image.name})\n")
             parts.append(runs_table(mine) + "\n")
     parts.extend(attempts_section(rows))
-    files.write_text(doc, "\n".join(parts))
-    if doc == REPORT and README.is_file():  # not in a partial copy of the tree (a lent GPU's)
-        files.write_text(README, with_summary(README.read_text(), rows, suites_dir, paused_dir))
-    return doc
+    parts.extend(dirty_section(rows))
+    return "\n".join(parts)
+
+
+def write(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs.PAUSED):
+    """Write the report (and its learning-curve PNGs) to `doc`; the path written."""
+    files.write_text(doc, render(results, doc, suites_dir, paused_dir))
+    return pathlib.Path(doc)

@@ -45,8 +45,8 @@ def entry(metrics, timing, device, commit, date):
     """A `reruns` entry from a finished re-run's metrics.json and its training time (`timing`:
     reproduce.training_time's dict)."""
     return {"test_accuracy": metrics["test_accuracy"], "steps": metrics["steps"], **timing,
-            "device": metrics.get("device") or device, "backend": metrics.get("backend"),
-            "git_commit": commit, "date": date}
+            "device": metrics.get("device") or device, "dtype": metrics.get("precision"),
+            "backend": metrics.get("backend"), "git_commit": commit, "date": date}
 
 
 def finished(run_dir):

@@ -1,8 +1,9 @@
 """results.json: one row per finished run, with the command that reproduces it.
 
 A row holds the run's suite, task, mechanism and seed (its key), its test and best validation
-accuracy, steps, training time, device, backend, commit, date and command; rows are written
-atomically, and `merge` adds those another machine recorded without ever overwriting one.
+accuracy, steps, training time, device, dtype (the precision it trained in: float32,
+mixed_bfloat16, ...), backend, commit, date and command; rows are written atomically, and
+`merge` adds those another machine recorded without ever overwriting one.
 """
 
 import datetime
@@ -13,11 +14,18 @@ import statistics
 import subprocess
 
 from arena_tf import cli, files
+from arena_tf.config import read_run_config
+from arena_tf.locks import FileLock
+from arena_tf.reproduce.rows import check_rows
 from arena_tf.reproduce.suites import ROOT
 from arena_tf.training.loop import cpu_device
 
-RESULTS = ROOT / "docs" / "reproduction" / "results.json"
+RESULTS = ROOT / "docs" / "results" / "reproduction" / "results.json"
 TRAIN_WINDOWS = 10  # logged training windows averaged into a row's final training accuracy
+# The dtype of rows recorded before rows named one: train.precision's default since the first
+# commit, which no suite, preset or tools/ script changed (`git log -S precision -- configs tools
+# arena_tf/reproduce`), so every such run trained in float32.
+UNRECORDED_DTYPE = "float32"
 
 
 def git_commit():
@@ -37,7 +45,7 @@ def git_commit():
 
 def result_row(run):
     """The results.json row of a finished run, from its metrics.json and TensorBoard events."""
-    from arena_tf.training.events import read_scalars
+    from arena_tf.training.events import read_scalars  # tensorboard: only to read runs' events
 
     metrics = json.loads((run.run_dir / "metrics.json").read_text())
     curve = read_scalars(run.run_dir / "validation").get("accuracy", {})
@@ -48,13 +56,26 @@ def result_row(run):
         "best_val_accuracy": max(curve.values(), default=metrics["validation_accuracy"]),
         "chance": metrics.get("test_chance"), "test_examples": metrics["test_examples"],
         "steps": metrics["steps"], **training_time(metrics),
-        "device": metrics.get("device") or cpu_device(), "backend": metrics.get("backend"),
-        "git_commit": git_commit(),
+        "device": metrics.get("device") or cpu_device(), "dtype": run_dtype(run.run_dir, metrics),
+        "backend": metrics.get("backend"), "git_commit": git_commit(),
         "date": datetime.date.today().isoformat(),
         "command": command_of({"command": run.command, "backend": metrics.get("backend")}),
         "validation_curve": [[step, value] for step, value in sorted(curve.items())],
         "final_train_accuracy": final_train_accuracy(trained),
     }
+
+
+def run_dtype(run_dir, metrics):
+    """The precision a finished run trained in: its metrics.json's, else its config.yaml's
+    train.precision (metrics written before they named it)."""
+    if metrics.get("precision"):
+        return metrics["precision"]
+    return read_run_config(run_dir).train.precision
+
+
+def with_dtype(row):
+    """`row` with its dtype: UNRECORDED_DTYPE for a row recorded before rows named one."""
+    return row if "dtype" in row else {**row, "dtype": UNRECORDED_DTYPE}
 
 
 def training_time(metrics):
@@ -87,8 +108,19 @@ def final_train_accuracy(accuracy_by_step):
 
 
 def read_results(path=RESULTS):
+    """The rows of results.json, each checked whole (UsageError naming the first that is not)."""
     path = pathlib.Path(path)
-    return json.loads(path.read_text()) if path.is_file() else []
+    if not path.is_file():
+        return []
+    try:
+        listed = json.loads(path.read_text())
+    except ValueError as error:
+        raise cli.UsageError(f"{path} is not JSON ({error})", "the JSON list of results rows",
+                             f"restore it: git checkout -- {path}") from None
+    if not isinstance(listed, list):
+        raise cli.UsageError(f"{path} holds a {type(listed).__name__}, not a list of rows",
+                             "the JSON list of results rows", f"restore it: git checkout -- {path}")
+    return [with_dtype(row) for row in check_rows(listed, path)]
 
 
 def row_key(row):
@@ -103,11 +135,12 @@ def record(row, path=RESULTS):
 
 def record_all(new_rows, path=RESULTS):
     """results.json with `new_rows` in place of any rows of the same keys, written once."""
-    new = {row_key(r): r for r in new_rows}
-    rows = [r for r in read_results(path) if row_key(r) not in new] + list(new.values())
-    rows.sort(key=row_key)
+    new = {row_key(r): r for r in check_rows(list(new_rows), "new results")}
     pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
-    files.write_json(path, rows)
+    with FileLock(f"{path}.lock"):  # one read-modify-write at a time; waits for the other
+        rows = [r for r in read_results(path) if row_key(r) not in new] + list(new.values())
+        rows.sort(key=row_key)
+        files.write_json(path, rows)
     return rows
 
 
@@ -127,7 +160,7 @@ def merge(paths, results=RESULTS):
             listed = json.loads(pathlib.Path(path).read_text())
             if not isinstance(listed, list):
                 raise TypeError(f"a {type(listed).__name__}, not a list")
-            rows = {row_key(r): r for r in listed}
+            rows = {row_key(r): with_dtype(r) for r in check_rows(listed, path)}
         except (OSError, ValueError, TypeError, KeyError) as error:
             raise cli.UsageError(f"{path} is not a results.json ({error})",
                                  "a JSON list of rows that `reproduce SUITE` wrote",

@@ -1,5 +1,5 @@
-"""Running a suite: each run trained in a child process, recorded as it finishes, the report
-regenerated; re-runs of recorded rows; unfinished runs packed into the repository.
+"""Running a suite: each run trained in a child process and recorded in results.json as it
+finishes; re-runs of recorded rows; unfinished runs packed into the repository.
 """
 
 import datetime
@@ -25,9 +25,11 @@ from arena_tf.training.loop import EXIT_PAUSED, cpu_device
 from arena_tf.training.run_dir import checkpoint_steps
 
 
-def run_suite(suite, runs, resume=False, results=RESULTS, doc=report.REPORT,
+def run_suite(suite, runs, resume=False, results=RESULTS, doc=None,
               suites_dir=SUITES, time_limit=None):
-    """Train every run not done yet, recording each as it finishes; the number trained. With
+    """Train every run not done yet, recording each in `results` as it finishes (and regenerating
+    the report `doc` where one is given; the repository's is `python -m arena_tf.reproduce
+    report`, never a side effect of training); the number trained. With
     `time_limit` (seconds) the suite stops at a checkpoint once that much time went by (the run
     under way pauses; --resume continues it)."""
     began = time.monotonic()
@@ -64,9 +66,8 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=report.REPORT,
             trained += 1
         record(result_row(run), results)
         run.archive.unlink(missing_ok=True)  # finished: its row replaces what was carried
-        report.write(results, doc, suites_dir)
-        print(f"reproduce: recorded {run.mechanism} seed {run.seed} in {results}; report {doc}",
-              flush=True)
+        print(f"reproduce: recorded {run.mechanism} seed {run.seed} in {results}", flush=True)
+        regenerate(results, doc, suites_dir)
         if time_limit is not None and time.monotonic() - began >= time_limit:
             print("reproduce: time limit reached; rerun with --resume to go on", flush=True)
             return trained
@@ -95,7 +96,15 @@ def train(arguments, run_dir, time_limit=None, environment=None, again="--resume
     return True
 
 
-def rerun_rows(suite, runs, results=RESULTS, doc=report.REPORT, suites_dir=SUITES,
+def regenerate(results, doc, suites_dir):
+    """The report `doc` from `results` where one is given; else how to regenerate the repository's."""
+    if doc is None:
+        print("reproduce: `python -m arena_tf.reproduce report` regenerates the report", flush=True)
+    else:
+        report.write(results, doc, suites_dir)
+
+
+def rerun_rows(suite, runs, results=RESULTS, doc=None, suites_dir=SUITES,
                time_limit=None, reruns_dir=reruns.RERUNS):
     """Re-run the recorded rows of `runs` with their own commands (continuing a re-run directory
     left unfinished) and add each finished re-run to its row's `reruns`; the number added."""
@@ -120,7 +129,7 @@ def rerun_rows(suite, runs, results=RESULTS, doc=report.REPORT, suites_dir=SUITE
                                  datetime.date.today().isoformat())
             record({**row, "reruns": [*row.get("reruns", ()), entry]}, results)
             (run_dir / reruns.RECORDED).touch()
-            report.write(results, doc, suites_dir)
+            regenerate(results, doc, suites_dir)
             added += 1
             print(f"reproduce: re-run of {run.mechanism} seed {run.seed}: "
                   f"{100 * entry['test_accuracy']:.2f}% against {100 * row['test_accuracy']:.2f}% "

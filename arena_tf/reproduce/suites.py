@@ -1,4 +1,5 @@
-"""Suites: the YAML files of configs/suites/ and the training runs they name.
+"""Suites: the YAML files of configs/suites/ (archive/suites/ holds past recipe searches, found
+by name too) and the training runs they name.
 
 A suite names a task (or several), a preset, the mechanisms, the seeds, the settings every run
 takes (and those of single mechanisms), the target and the paper's numbers. Each of its runs is
@@ -17,6 +18,7 @@ from arena_tf.training.run_dir import checkpoint_steps
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SUITES = ROOT / "configs" / "suites"
+ARCHIVED = ROOT / "archive" / "suites"  # past recipe searches: still found by name, listed apart
 RUNS = pathlib.Path("runs") / "reproduce"
 # Settings that decide when a run logs, evaluates or checkpoints, not what it learns.
 BOOKKEEPING = ("train.seed", "train.log_every", "train.eval_every", "train.eval_batches",
@@ -124,13 +126,23 @@ def keras_backend():
     return keras.backend.backend()
 
 
+def suite_paths(suites_dir=SUITES):
+    """{name: path} of the suites in `suites_dir` and, for the repository's own folder, of the
+    archived ones too (a name in both is the front one)."""
+    folders = [pathlib.Path(suites_dir)]
+    if folders[0] == SUITES:
+        folders.insert(0, ARCHIVED)
+    return {path.stem: path for folder in folders for path in sorted(folder.glob("*.yaml"))}
+
+
 def load_suite(name, suites_dir=SUITES):
-    path = pathlib.Path(suites_dir) / f"{name}.yaml"
+    known = suite_paths(suites_dir)
+    path = known.get(name, pathlib.Path(suites_dir) / f"{name}.yaml")
     if not path.is_file():
-        known = sorted(p.stem for p in pathlib.Path(suites_dir).glob("*.yaml"))
+        front = sorted(p.stem for p in pathlib.Path(suites_dir).glob("*.yaml"))
         raise cli.UsageError(f"unknown suite {name!r}",
-                             f"one of {', '.join(known)}, report, merge or pack",
-                             f"pick a suite, or add {path}")
+                             f"one of {', '.join(front)} (or an archived one), report, merge or "
+                             "pack", f"pick a suite, or add {path}")
     raw = yaml.safe_load(path.read_text()) or {}
     fields = {field.name for field in dataclasses.fields(Suite)} - {"name"}
     unknown = sorted(set(raw) - fields)

@@ -24,26 +24,10 @@ import abc
 
 import numpy as np
 
-from arena_tf.cli import UsageError
+from arena_tf.tasks import batches
+from arena_tf.tasks.errors import BadDataError, DataNotFoundError, RowError
 
-
-class DataNotFoundError(UsageError, RuntimeError):
-    """No source could serve a task's data; the message says what was looked for and how to get it.
-
-    A user's mistake (exit 2 on the command line, `arena_tf.cli`): raise it with three parts,
-    `DataNotFoundError(what, expected, fix)`, read as `<what>; expected <expected>; <fix>`. Still a
-    RuntimeError, for the `except` clauses written before."""
-
-
-class BadDataError(DataNotFoundError, ValueError):
-    """The data is there but not in the task's format (a malformed line, unreadable images,
-    generated with other settings); the message names the file (and line) and how to repair it.
-    Also a ValueError, as these checks raised before."""
-
-
-class RowError(UsageError, ValueError):
-    """A row that is not in the task's row form (a missing field, a token outside the vocabulary,
-    pixels of the wrong count or range); the message says which row and what was expected."""
+__all__ = ["SPLITS", "BadDataError", "DataNotFoundError", "RowError", "Task", "numpy_tasks"]
 
 
 SPLITS = ("train", "validation", "test")
@@ -162,8 +146,6 @@ class Task(abc.ABC):
         first `start` batches without reading them, so a resumed run continues the stream. The
         order is grain's global shuffle under the task's seed, not tf.data's 10,000-example
         buffer."""
-        from arena_tf.tasks import batches
-
         shuffle, drop_remainder = self._batching(split, shuffle, drop_remainder)
         return batches.stream(self.held_arrays(split), batch_size, seed=self.seed,
                               shuffle=shuffle, repeat=repeat, drop_remainder=drop_remainder,
@@ -174,8 +156,6 @@ class Task(abc.ABC):
         [N, max_len] array (a tuple of two for two inputs), labels int32 [N]. Read without
         TensorFlow where the task can; a DataNotFoundError where it needs TensorFlow and cannot
         import it."""
-        from arena_tf.tasks import batches
-
         inputs, labels = self.held_arrays(split)
         return batches.widen(inputs), labels
 
@@ -191,9 +171,7 @@ class Task(abc.ABC):
         """`arrays` with the ids kept in `batches.ids_dtype(vocab_size)` (one byte for vocabularies
         of 256 or fewer), as `batches` holds a split in memory. This default reads load_split and
         so needs TensorFlow; a task that can read its files without it overrides this."""
-        from arena_tf.tasks import batches
-
-        return batches.tensorflow_arrays(self, split)
+        return batches.tensorflow_arrays(self, split, numpy_tasks())
 
     @staticmethod
     def _batching(split, shuffle, drop_remainder):
@@ -204,3 +182,15 @@ class Task(abc.ABC):
         training = split == "train"
         return (training if shuffle is None else bool(shuffle),
                 training if drop_remainder is None else drop_remainder)
+
+
+def numpy_tasks():
+    """The names of the tasks whose `arrays` read the data without TensorFlow (they override
+    `Task.read_arrays`), found among Task's subclasses."""
+    found, pending = set(), list(Task.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.name and cls.read_arrays is not Task.read_arrays:
+            found.add(cls.name)
+    return sorted(found)

@@ -20,10 +20,9 @@ Tasks that read their data only through tf.data / TFDS get an `arrays` through `
 TensorFlow is installed, and a DataNotFoundError saying how to install it when not.
 """
 
-import grain
 import numpy as np
 
-from arena_tf.tasks.base import DataNotFoundError, Task
+from arena_tf.tasks.errors import DataNotFoundError
 
 # Measured on 2 busy cores, batch 32: a ListOps batch (2000 tokens) costs 0.2-0.4 ms, a Path-X one
 # (16384 pixels) 1-2 ms; these threads make them while a training step runs (a step that releases
@@ -59,6 +58,8 @@ def stream(arrays, batch_size, *, seed, shuffle, repeat, drop_remainder, start=0
     across epochs), the last short batch kept unless `drop_remainder`; from batch `start` on."""
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
         raise ValueError(f"start={start!r}; expected a batch number >= 0")
+    import grain  # heavy (1.7 s to import here): only the batches of a training run need it
+
     inputs, labels = arrays
     order = grain.MapDataset.range(len(labels))
     if shuffle:
@@ -85,10 +86,11 @@ def shuffle_seed(seed):
     return int(np.random.SeedSequence(seed).generate_state(1, np.uint32)[0])
 
 
-def tensorflow_arrays(task, split):
+def tensorflow_arrays(task, split, numpy_tasks=()):
     """`task.load_split(split)` read into NumPy: (inputs in `ids_dtype`, int32 labels); the
-    DataNotFoundError of `require_tensorflow` when TensorFlow cannot be imported."""
-    require_tensorflow(task)
+    DataNotFoundError of `require_tensorflow` (naming `numpy_tasks`, the tasks read without
+    TensorFlow) when TensorFlow cannot be imported."""
+    require_tensorflow(task, numpy_tasks)
     dtype = ids_dtype(task.vocab_size)
     columns, labels = [[] for _ in range(task.num_inputs)], [np.zeros(0, np.int32)]
     for inputs, label in task.load_split(split).batch(TF_CHUNK).as_numpy_iterator():
@@ -105,7 +107,7 @@ def as_tuple(inputs):
     return inputs if isinstance(inputs, tuple) else (inputs,)
 
 
-def require_tensorflow(task):
+def require_tensorflow(task, numpy_tasks=()):
     """Import TensorFlow for a task that reads its data through it; a one-line DataNotFoundError
     saying how to install it when it cannot be imported."""
     try:
@@ -116,13 +118,6 @@ def require_tensorflow(task):
             f"imported here ({error})",
             f"the TensorFlow install to read {task.name}",
             'install it with `pip install -e ".[tf]"`, or train a task read without it '
-            f"({', '.join(numpy_tasks())})",
+            f"({', '.join(numpy_tasks) or 'none'})",
         ) from None
 
-
-def numpy_tasks():
-    """The tasks whose `arrays` read the data without TensorFlow."""
-    from arena_tf import tasks
-
-    return [name for name in tasks.available()
-            if tasks.lookup(name).read_arrays is not Task.read_arrays]

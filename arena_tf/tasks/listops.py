@@ -96,9 +96,15 @@ class ListOps(sources.TextPreview, Task):
         return parse_file(self.files()[sources.check_split(split)], self.max_len)
 
     def rows(self, split):
-        for line in self._lines(split).as_numpy_iterator():
-            fields = line.split(b"\t")  # checked: two columns, a value 0-9
-            yield {"input": fields[0].decode(), "target": self.target(fields[-1].strip())}
+        """The split's rows, read with Python alone (the XLA serving bench runs without
+        TensorFlow)."""
+        path = self.files()[sources.check_split(split)]
+        with open(path, "rb") as lines:
+            if _has_header(path):
+                lines.readline()
+            for line in lines:
+                fields = line.rstrip(b"\r\n").split(b"\t")  # checked: two columns, a value 0-9
+                yield {"input": fields[0].decode(), "target": self.target(fields[-1].strip())}
 
     def encode_input(self, value):
         """Token ids of an expression: parentheses dropped, the others by VOCABULARY, cut and
@@ -134,7 +140,7 @@ class ListOps(sources.TextPreview, Task):
             raise BadDataError(
                 f"listops: {folder} holds data generated with {made_with}",
                 f"data generated with the requested {self.requested_spec}",
-                "use another --data_dir or delete that folder to generate it again",
+                "use another --data-dir or delete that folder to generate it again",
             )
         paths = {split: folder / name for split, name in generator.SPLIT_FILES.items()}
         fix = (f"delete {folder} to generate it again" if made_with else
@@ -170,7 +176,7 @@ class ListOps(sources.TextPreview, Task):
                 f"listops: no {', '.join(names)} in {sources.places(root, SUBFOLDERS)} and the "
                 f"generator could not write there ({error})",
                 "the LRA release files there, or a writable folder",
-                "pass --data_dir=DIR with DIR holding the LRA release files or writable",
+                "pass --data-dir=DIR with DIR holding the LRA release files or writable",
             ) from error
         return root
 

@@ -61,6 +61,10 @@ FIRST_METADATA = "metadata/0.npy"
 BAD_IMAGE_LIMIT = 10  # unreadable images skipped at most (and at most BAD_IMAGE_SHARE of them)
 BAD_IMAGE_SHARE = 0.01
 NAMED_IMAGES = 3  # unreadable images named in a message
+# What png_problem and misfit call a file that cannot be read: skipped up to a limit. Anything else
+# they report (another size, another mode) is refused.
+UNREADABLE = ("missing", "unreadable", "empty", "not PNG", "truncated", "bad checksum",
+              "undecodable")
 GRAY_MODES = ("L", "1", "LA")  # Pillow modes whose grey is decode_png's (channels=1)
 METADATA_FORMAT = ("lines 'imgs/<k> sample_<n>.png index label ...' (at least 4 fields, label 0 "
                    "or 1) in metadata/<number>.npy text files, as in the LRA release")
@@ -134,6 +138,22 @@ def png_problem(path):
             return None
         position = end
     return "truncated"
+
+
+def misfit(path, count):
+    """None for an image the task takes, else what does not fit it: its size ('33 x 32 pixels')
+    or its mode ('RGB mode'), read by decoding it (Pillow); 'undecodable' for data that does not
+    decode. Call on a whole PNG (`png_problem` None)."""
+    try:
+        with Image.open(path) as image:
+            image.load()
+            if image.mode not in GRAY_MODES:
+                return f"{image.mode} mode"
+            if image.width * image.height != count:
+                return f"{image.width} x {image.height} pixels"
+    except (OSError, ValueError):  # Pillow's errors for data it cannot decode
+        return "undecodable"
+    return None
 
 
 def split_bounds(count, split):
@@ -288,12 +308,14 @@ class Pathfinder(sources.PixelRows, Task):
         with Progress(f"{self.name}: checking images in {directory}", len(index),
                       "images") as progress:
             for path, _ in index:
-                problem = png_problem(path)
+                problem = png_problem(path) or misfit(path, self.max_len)
                 if problem:
                     problems[path] = problem
                 progress.update()
         if not problems:
             return frozenset()
+        self.refuse_misfits(directory, len(index), {
+            path: problem for path, problem in problems.items() if problem not in UNREADABLE})
         kinds = collections.Counter(problems.values())
         named = ", ".join(list(problems)[:NAMED_IMAGES])
         named += ", ..." * (len(problems) > NAMED_IMAGES)
@@ -320,6 +342,20 @@ class Pathfinder(sources.PixelRows, Task):
         print(f"warning: {what}; skipped them (at most {limit} may be skipped); to use them, "
               f"{fix}", file=sys.stderr, flush=True)
         return frozenset(problems)
+
+    def refuse_misfits(self, directory, total, misfits):
+        """BadDataError naming the first images of another size or mode and their count: never
+        skipped, they are another dataset's (a 64 x 64 image among 32 x 32 ones)."""
+        if not misfits:
+            return
+        kinds = collections.Counter(misfits.values())
+        named = ", ".join(list(misfits)[:NAMED_IMAGES]) + ", ..." * (len(misfits) > NAMED_IMAGES)
+        side = int(round(self.max_len ** 0.5))
+        raise BadDataError(
+            f"{self.name}: {len(misfits)} of {total} images in {directory} do not fit the task "
+            f"({', '.join(f'{count} {kind}' for kind, count in kinds.most_common())}: {named})",
+            f"8-bit grayscale PNGs of {side} x {side} pixels, as the LRA release and the "
+            "generator write", f"replace or remove them; {_repair_advice(directory)}")
 
     def load_split(self, split):
         import tensorflow as tf
@@ -404,7 +440,7 @@ class Pathfinder(sources.PixelRows, Task):
                 f"{self.name}: no {FIRST_METADATA} in {sources.places(root, self.subfolders)} and "
                 f"the generator could not write there ({error})",
                 "the LRA release there, or a writable folder",
-                "pass --data_dir=DIR with DIR holding the LRA release (e.g. lra_release/) or "
+                "pass --data-dir=DIR with DIR holding the LRA release (e.g. lra_release/) or "
                 "writable",
             ) from error
 

@@ -90,7 +90,7 @@ class Retrieval(sources.ByteTextRows, sources.TextPreview, Task):
                 "the LRA release's tsv_data/ files (the AAN data has no public mirror and cannot "
                 "be generated)",
                 "copy them from a copy of the LRA release (lra_release.gz, folder tsv_data/) and "
-                "pass --data_dir=DIR",
+                "pass --data-dir=DIR",
             )
         return {split: folder / name for split, name in SPLIT_FILES.items()}
 

@@ -278,7 +278,7 @@ def check_generation(task, where):
         raise DataNotFoundError(
             f"{task.name}: no data in {where}, and generating it is off (generate=False)",
             "the task's data there",
-            "pass --data_dir=DIR with DIR holding the data, or let training generate it first",
+            "pass --data-dir=DIR with DIR holding the data, or let training generate it first",
         )
 
 
@@ -362,12 +362,12 @@ class TfdsTask(Task):
     def _missing_message(self, blocker):
         """(what, expected, fix) of a DataNotFoundError: the dataset is missing and why no
         download served it."""
-        target = f" --data_dir={self.data_dir}" if self.data_dir else ""
+        target = f" --data-dir={self.data_dir}" if self.data_dir else ""
         command = f"python -m arena_tf.data prepare --task={self.name}{target}"
         return (
             f"{self.name}: TFDS dataset {self.tfds_name!r} is not prepared in {self.location()} "
             f"and {blocker}",
             f"a prepared copy (DIR/{self.tfds_name}/) or a machine online",
             f"run `{command}` where the machine is online (TFDS downloads it), or pass "
-            f"--data_dir=DIR with DIR holding a prepared copy",
+            f"--data-dir=DIR with DIR holding a prepared copy",
         )

@@ -8,6 +8,7 @@ import numpy as np
 
 import arena_tf.tasks as tasks
 from arena_tf.config import ConfigError, ExperimentConfig, load_experiment
+from arena_tf.settings import check_with_the_data
 from arena_tf.training.errors import DataMismatchError
 
 # Model fields the task's data decides (build_experiment sets them from the task).
@@ -28,7 +29,9 @@ def build_experiment(task_name, model_name, overrides=(), preset=None, data_dir=
     check_derived_overrides(config.model, derived, overrides, config.task)
     model = dataclasses.replace(config.model, **derived)
     check_token_embedding(model, task_name)
-    return ExperimentConfig(task=config.task, model=model, train=config.train), task
+    experiment = ExperimentConfig(task=config.task, model=model, train=config.train)
+    check_with_the_data(experiment, ConfigError)  # the model's length is the data's now
+    return experiment, task
 
 
 def plan_line(config, replicas, run_dir):
@@ -86,7 +89,7 @@ def check_data(config, task, first_example):
     example = first_example(task, where)
     if example is None:
         raise DataMismatchError(f"{where} holds no examples", "at least one training example",
-                                "check --data_dir, or delete the folder to generate it")
+                                "check --data-dir, or delete the folder to generate it")
     check_example(config.model, where, *example)
 
 
@@ -97,7 +100,7 @@ def check_example(model, where, inputs, label):
     if len(inputs) != wanted:
         raise DataMismatchError(
             f"{where} has {len(inputs)} input(s) per example but model.two_tower={model.two_tower}",
-            f"{wanted} input(s) per example", "check --data_dir and --task",
+            f"{wanted} input(s) per example", "check --data-dir and --task",
         )
     for tokens in inputs:
         shape = tuple(tokens.shape)
@@ -105,22 +108,22 @@ def check_example(model, where, inputs, label):
             raise DataMismatchError(
                 f"{where} has examples of shape {list(shape)} but model.max_len={model.max_len}",
                 f"examples of {model.max_len} tokens (model.max_len, from task.max_len)",
-                "check --data_dir (data made for another length or resolution) and task.max_len",
+                "check --data-dir (data made for another length or resolution) and task.max_len",
             )
         tokens = np.asarray(tokens)
         if not np.issubdtype(tokens.dtype, np.integer):
             raise DataMismatchError(f"{where} holds {tokens.dtype.name} inputs",
-                                    "integer token ids", "check --data_dir and --task")
+                                    "integer token ids", "check --data-dir and --task")
         low, high = int(tokens.min()), int(tokens.max())
         if low < 0 or high >= model.vocab_size:
             raise DataMismatchError(
                 f"{where} holds token id {low if low < 0 else high} outside model.vocab_size="
                 f"{model.vocab_size}",
-                f"ids from 0 to {model.vocab_size - 1}", "check --data_dir and --task",
+                f"ids from 0 to {model.vocab_size - 1}", "check --data-dir and --task",
             )
     label = int(label)
     if not 0 <= label < model.num_classes:
         raise DataMismatchError(
             f"{where} holds label {label} outside model.num_classes={model.num_classes}",
-            f"labels from 0 to {model.num_classes - 1}", "check --data_dir and --task",
+            f"labels from 0 to {model.num_classes - 1}", "check --data-dir and --task",
         )

@@ -6,12 +6,12 @@ as arrays and are written back into the Keras variables only to checkpoint and s
 from the tasks' backend-neutral batches (`Task.batches`, NumPy), which continue at any step's batch,
 so a resumed run replays nothing. Checkpoints are one NumPy archive per step (`ckpt-STEP.npz`: the
 step, every model variable, seed states included, and every optimizer variable), written
-atomically; TensorBoard scalars are written with the tensorboard package's own event writer, in the
-format tf.summary writes.
+atomically; TensorBoard events are written by arena_tf/training/events.py with the tensorboard
+package's own event writer, in the format tf.summary writes (as under TensorFlow).
 
 Distribution is keras.distribution: `--strategy=mirrored` (or `auto` with several local devices) is
 DataParallel over the local devices, the batch split across them and the variables replicated;
-`--cpu_devices=N` makes N CPU devices first (it must happen before JAX starts its devices).
+`--cpu-devices=N` makes N CPU devices first (it must happen before JAX starts its devices).
 `multi_worker` and `--tpu` name TensorFlow's strategies and are refused in one line.
 """
 
@@ -19,7 +19,6 @@ import contextlib
 import itertools
 import math
 import sys
-import time
 import types
 
 import numpy as np
@@ -29,17 +28,15 @@ import keras
 from keras import ops
 
 from arena_tf import files
+from arena_tf.tasks import SPLITS
+from arena_tf.training import events
 from arena_tf.training.errors import StrategyError, TrainingError, first_line
 from arena_tf.training.loop import Loop, cpu_device
 
-# TensorBoard's file I/O uses TensorFlow when it can import it; this module (TensorBoard's own
-# switch for builds without TensorFlow) makes it use its pure-Python stand-in, so a JAX run never
-# loads TensorFlow, also where both are installed.
+# TensorBoard's file I/O uses TensorFlow when it can import it (looked up at the first write, not at
+# import); this module (TensorBoard's own switch for builds without TensorFlow) makes it use its
+# pure-Python stand-in, so a JAX run never loads TensorFlow, also where both are installed.
 sys.modules.setdefault("tensorboard.compat.notf", types.ModuleType("tensorboard.compat.notf"))
-
-from tensorboard.compat.proto.event_pb2 import Event  # noqa: E402
-from tensorboard.plugins.scalar.summary_v2 import scalar_pb  # noqa: E402
-from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 
 
 def split_cpu(count):
@@ -51,8 +48,8 @@ def split_cpu(count):
         if len(jax.devices("cpu")) != count:
             raise StrategyError(
                 f"cannot split the CPU into {count} devices: JAX already started its devices in "
-                "this process", "--cpu_devices before JAX uses any device",
-                "pass --cpu_devices at the start of a fresh process") from None
+                "this process", "--cpu-devices before JAX uses any device",
+                "pass --cpu-devices at the start of a fresh process") from None
 
 
 class Distribution:
@@ -107,23 +104,6 @@ class Distribution:
                 x, self.keras_distribution.get_data_layout(x.shape).backend_layout), batch)
 
 
-class EventWriter:
-    """TensorBoard scalars in tf.summary's format, written without TensorFlow."""
-
-    def __init__(self, directory):
-        self.writer = EventFileWriter(str(directory))
-
-    def scalar(self, name, value, step):
-        self.writer.add_event(Event(wall_time=time.time(), step=step,
-                                    summary=scalar_pb(name, float(value))))
-
-    def flush(self):
-        self.writer.flush()
-
-    def close(self):
-        self.writer.close()
-
-
 class Trainer(Loop):
     """The loop on JAX, on one device or DataParallel (`Distribution`)."""
 
@@ -137,7 +117,7 @@ class Trainer(Loop):
             raise StrategyError(
                 f"train.batch_size={self.train.batch_size} does not split over "
                 f"{self.distribution.replicas} replicas", "a batch size divisible by the "
-                "number of replicas", "change train.batch_size or --cpu_devices")
+                "number of replicas", "change train.batch_size or --cpu-devices")
         self._step = 0
         self._state = self._variables_state()
         self._jit_train = jax.jit(self._stateless_train_step)
@@ -254,11 +234,7 @@ class Trainer(Loop):
 
     def _open_writers(self):
         self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-        return {split: EventWriter(self.run_dir / split) for split in ("train", "validation")}
-
-    def _write_scalars(self, split, step, scalars):
-        for name, value in scalars.items():
-            self.writers[split].scalar(name, value, step)
+        return events.open_writers(self.run_dir)
 
     @contextlib.contextmanager
     def _backend_failures(self):
@@ -286,9 +262,7 @@ def setup_failures():
 def first_example(task, where):
     """The first training example as NumPy (inputs, label), None for an empty split; every split
     is read first (DataNotFoundError for a missing one)."""
-    import arena_tf.tasks as tasks
-
-    for split in tasks.SPLITS:
+    for split in SPLITS:
         task.arrays(split)
     inputs, labels = task.arrays("train")
     if not len(labels):

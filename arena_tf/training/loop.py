@@ -26,11 +26,11 @@ import numpy as np
 import keras
 
 from arena_tf import files
+from arena_tf.host import cpu_model
 from arena_tf.models import build_classifier
-from arena_tf.presets import cpu_model
-from arena_tf.progress import duration
+from arena_tf.progress import Progress, duration
 from arena_tf.schedules import make_optimizer
-from arena_tf.training.console import Progress
+from arena_tf.training import auto_precision, events, utilisation
 from arena_tf.training.errors import Interrupted, RunDirError, TrainingError
 from arena_tf.training.run_dir import (CHECKPOINT_FORMATS, RunLock, check_same_experiment,
                                        checkpoint_steps, first_existing, remove_created,
@@ -40,7 +40,7 @@ from arena_tf.training.verdict import summary, verdict
 
 # The train scalar beside each checkpoint: seconds of training so far, over all the run's sessions.
 TRAIN_SECONDS = "train_seconds"
-# The exit status of a run that stopped at its --time_limit with a checkpoint to resume from.
+# The exit status of a run that stopped at its --time-limit with a checkpoint to resume from.
 EXIT_PAUSED = 3
 
 
@@ -66,7 +66,7 @@ class Window:
         self.seconds += seconds
 
     def scalars(self):
-        """The TensorBoard scalars this window gives (all but learning_rate and peak_memory_mb)."""
+        """Loss, accuracy and speed over this window (events.SCALARS' short names)."""
         loss_sum, correct, count = self.sums[:3]
         seconds = max(self.seconds, 1e-9)
         return {"loss": loss_sum / max(count, 1), "accuracy": correct / max(count, 1),
@@ -85,14 +85,19 @@ class Loop:
 
     Subclasses set `checkpoint_format` (a key of run_dir.CHECKPOINT_FORMATS) and implement
     `_scope`, `_after_build`, `_train_stream(start)`, `_train_step(stream)`, `_eval_batches(split,
-    max_batches)`, `_restore(path)`, `_write_checkpoint(step)`, `_open_writers()` and
-    `_write_scalars(split, step, scalars)`; `_backend_failures()` maps their runtime errors.
+    max_batches)`, `_restore(path)`, `_write_checkpoint(step)` and `_open_writers()` (the
+    TensorBoard writers of `events.open_writers`); `_backend_failures()` maps their runtime errors.
+    TensorBoard: training logs its window's loss and accuracy with the learning rate, speed and
+    memory; validation what evaluation measures; the run directory the config, the hyperparameters
+    and the test results (arena_tf/training/events.py).
     """
 
     checkpoint_format = None
 
     def __init__(self, config, task, run_dir, distribution, verbose=True, progress=None,
                  time_limit=None):
+        self.precision_requested, gpu = config.train.precision, auto_precision.gpu_detected()
+        config = auto_precision.resolved(config, run_dir, gpu)  # auto: bf16 on a GPU
         self.config, self.task, self.distribution = config, task, distribution
         self.time_limit, self.paused = time_limit, False
         self.train = config.train
@@ -101,11 +106,13 @@ class Loop:
         self.run_dir = pathlib.Path(run_dir)
         if self.run_dir.exists() and not self.run_dir.is_dir():
             raise RunDirError(f"cannot write to run directory {self.run_dir} (a file is there)",
-                              "a directory", "choose another --run_dir")
+                              "a directory", "choose another --run-dir")
         check_same_experiment(self.run_dir, config)  # early; checked again under the lock
-        self.progress = progress or Progress(self.train.num_train_steps, self.verbose)
+        self.progress = progress or Progress.steps(self.train.num_train_steps, self.verbose)
         self.progress.total = self.train.num_train_steps
-        keras.mixed_precision.set_global_policy(self.train.precision)
+        self.precision = self.train.precision
+        keras.mixed_precision.set_global_policy(self.precision)
+        self.utilisation = utilisation.for_run(config, gpu)  # None off a GPU
         keras.utils.set_random_seed(self.train.seed)
         with self._scope():
             self.model = build_classifier(config.model, remat=config.train.remat)
@@ -160,8 +167,7 @@ class Loop:
     def _validate(self, step):
         result = self.evaluate("validation", self.train.eval_batches,
                                what=f"validation at step {step}")
-        self._log_scalars("validation", step, {k: v for k, v in result.items()
-                                               if k not in ("examples", "chance")})
+        self._write_scalars("validation", step, {k: result[k] for k in events.EVALUATED})
         self.say(f"step {step}: validation loss {result['loss']:.4f}, "
                  f"accuracy {result['accuracy']:.4f}")
         return result
@@ -191,7 +197,7 @@ class Loop:
                 f"no checkpoint in {self.checkpoint_dir} can be read ({names}: {broken[0][1]})",
                 "an intact checkpoint to resume from",
                 f"delete {self.checkpoint_dir} to start again from step 0, or choose another "
-                "--run_dir",
+                "--run-dir",
             )
         return self.current_step()
 
@@ -205,14 +211,14 @@ class Loop:
                     f"run directory {self.run_dir} holds checkpoints of the {other} backend, "
                     f"not of {self.checkpoint_format}",
                     "a run resumed with the backend that started it",
-                    f"resume with KERAS_BACKEND={other}, or choose another --run_dir")
+                    f"resume with KERAS_BACKEND={other}, or choose another --run-dir")
 
     def _resume_hint(self):
-        """Where a rerun with the same --run_dir would start."""
+        """Where a rerun with the same --run-dir would start."""
         steps = checkpoint_steps(self.checkpoint_dir)
         if not steps:
             return "no checkpoint was written yet, so a rerun starts from step 0"
-        return ("rerun with the same --run_dir to resume from its last checkpoint "
+        return ("rerun with the same --run-dir to resume from its last checkpoint "
                 f"{self.checkpoint_path(steps[0])}")
 
     def _stop(self, step, what):
@@ -247,9 +253,7 @@ class Loop:
         checkpoint resumed from has no time beside it (written before times were kept)."""
         if not start:
             return 0.0
-        from arena_tf.training.events import read_scalars  # tensorboard: only when resuming
-
-        return read_scalars(self.run_dir / "train").get(TRAIN_SECONDS, {}).get(start)
+        return events.read_scalars(self.run_dir / "train").get(TRAIN_SECONDS, {}).get(start)
 
     def _sync_variables(self):
         """Make the Keras variables hold the current state (a backend keeping it elsewhere)."""
@@ -274,7 +278,7 @@ class Loop:
             except OSError as error:
                 raise RunDirError(
                     f"cannot write to run directory {self.run_dir} ({error.strerror or error})",
-                    "a directory this user can create and write", "choose another --run_dir",
+                    "a directory this user can create and write", "choose another --run-dir",
                 ) from None
             yield check_same_experiment(self.run_dir, self.config)
         finally:
@@ -317,6 +321,8 @@ class Loop:
                     self.say(f"resuming with {key} changed: {change}")
                 self._commit(changed)
                 self.writers = self._open_writers()
+                events.write_run_record(self.writers["run"], self.config.to_yaml(),
+                                        self.config.to_dict())
                 if start:
                     left = self.train.num_train_steps - start
                     self.say(f"{left} of {self.train.num_train_steps} steps to go" if left > 0 else
@@ -334,18 +340,22 @@ class Loop:
         finally:
             self.progress.close()
 
-    def _log_scalars(self, split, step, scalars):
-        """One TensorBoard point per scalar, with the learning rate and peak memory added."""
-        lr = self.optimizer.learning_rate
-        scalars = {**scalars, "learning_rate": float(lr(step) if callable(lr) else lr),
-                   "peak_memory_mb": peak_memory_mb()}
-        self._write_scalars(split, step, scalars)
+    def _write_scalars(self, split, step, scalars):
+        """One TensorBoard point per scalar ({short name of events.SCALARS: value})."""
+        self.writers[split].scalars(step, scalars)
 
     def _log_train(self, step, window):
+        """The window's loss, accuracy and speed, with the learning rate and peak memory."""
         scalars = window.scalars()
-        self._log_scalars("train", step, scalars)
-        self.progress.update(step, {"loss": scalars["loss"], "accuracy": scalars["accuracy"],
-                                    "steps/s": scalars["steps_per_second"]})
+        lr = self.optimizer.learning_rate
+        self._write_scalars("train", step, {
+            **scalars, "learning_rate": float(lr(step) if callable(lr) else lr),
+            "peak_memory_mb": peak_memory_mb()})
+        shown = {"loss": scalars["loss"], "accuracy": scalars["accuracy"],
+                 "steps/s": scalars["steps_per_second"]}
+        if self.utilisation:  # on a GPU: model FLOP utilisation against the bf16 matmul rate
+            shown["MFU"] = self.utilisation.fraction(scalars["steps_per_second"])
+        self.progress.log(step, shown)
 
     def _first_step(self, stream):
         """The first step of this process, which compiles: announced, and its time reported."""
@@ -402,6 +412,8 @@ class Loop:
         validation = validation or self.evaluate("validation", self.train.eval_batches,
                                                  what="validation")
         test = self.evaluate("test", what="test")
+        self._write_scalars("run", self.current_step(), {"test_accuracy": test["accuracy"],
+                                                         "test_loss": test["loss"]})
         self._sync_variables()
         self.metrics = {
             "task": self.config.task.name,
@@ -424,6 +436,10 @@ class Loop:
             "replicas": self.distribution.replicas,
             "backend": keras.backend.backend(),
             "device": self.distribution.device(),
+            "precision": self.precision,
+            "precision_requested": self.precision_requested,
+            **(self.utilisation.record(trained.scalars()["steps_per_second"])
+               if self.utilisation and trained.steps else {}),
         }
         if self.chief:
             files.write_json(self.run_dir / "metrics.json", self.metrics)

@@ -8,13 +8,10 @@ not a run to protect: a new start replaces its config.yaml and the event files a
 earlier start (`stale_artifacts`).
 """
 
-import contextlib
-import errno
-import fcntl
-import os
 import pathlib
 
 from arena_tf.config import read_run_config
+from arena_tf.locks import FileLock
 from arena_tf.training.errors import RunDirError
 
 # Settings a resumed run may change: they steer the loop, not what the model and data are.
@@ -74,70 +71,20 @@ def check_same_experiment(run_dir, config):
             f"the settings its checkpoints were saved with ({saved_path}; a resumed run may "
             "change only the loop settings: "
             f"{', '.join(sorted(key.split('.')[1] for key in ADJUSTABLE))})",
-            "use a new --run_dir, or the saved settings to resume",
+            "use a new --run-dir, or the saved settings to resume",
         )
     return changed
 
 
-class RunLock:
-    """An exclusive lock on a run directory: `.train.lock` holding the owner's pid, locked with
-    fcntl.flock. The kernel drops the lock when its process dies, however it dies, so the file of
-    a killed run is stale and never blocks; the owner removes the file when it is done."""
+class RunLock(FileLock):
+    """An exclusive lock on a run directory: `.train.lock` holding the owner's pid
+    (arena_tf/locks.py); a second trainer is refused with RunDirError naming the holder."""
 
     def __init__(self, run_dir):
-        self.path = pathlib.Path(run_dir) / LOCK_NAME
-        self.fd = None
-
-    def holder(self, fd):
-        """The pid written in the lock file, or None when it is not (yet) there."""
-        try:
-            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        except OSError:
-            return None
-        return int(text) if text.isdigit() else None
-
-    def acquire(self):
-        """Take the lock or raise RunDirError naming the pid that holds it."""
-        while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as error:
-                if error.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
-                    self.fd = fd  # a filesystem without locks: go on unguarded
-                    break
-                pid = self.holder(fd)
-                os.close(fd)
-                if error.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                who = f"pid {pid}" if pid else "a pid not yet recorded"
-                raise RunDirError(
-                    f"run directory {self.path.parent} is in use by another trainer ({who})",
-                    "one trainer per run directory at a time",
-                    f"wait for {who} to finish or stop it, or choose another --run_dir",
-                ) from None
-            # The previous owner may have removed the file between our open and flock: retry
-            # on the file that is there now.
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                self.fd = fd
-                break
-            os.close(fd)
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
-        return self
-
-    def release(self):
-        """Remove the lock file and drop the lock (removing first: nobody else holds it now)."""
-        if self.fd is None:
-            return
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
-        os.close(self.fd)
-        self.fd = None
+        super().__init__(pathlib.Path(run_dir) / LOCK_NAME, busy=lambda who: RunDirError(
+            f"run directory {run_dir} is in use by another trainer ({who})",
+            "one trainer per run directory at a time",
+            f"wait for {who} to finish or stop it, or choose another --run-dir"))
 
 
 def stale_artifacts(run_dir):
@@ -147,7 +94,7 @@ def stale_artifacts(run_dir):
     found = [run_dir / name for name in ("config.yaml", "metrics.json", "model.keras",
                                          "checkpoints/checkpoint")]
     found = [path for path in found if path.exists()]
-    for split in ("train", "validation"):
+    for split in (".", "train", "validation"):  # "." : the config and hparams record
         found += sorted((run_dir / split).glob("events.out.tfevents.*"))
     return found
 

@@ -15,6 +15,8 @@ import tensorflow as tf
 import keras
 
 from arena_tf import distribute
+from arena_tf.tasks import SPLITS
+from arena_tf.training import events
 from arena_tf.training.errors import DataMismatchError, TrainingError, first_line, op_error_cause
 from arena_tf.training.loop import Loop, cpu_device
 
@@ -164,17 +166,7 @@ class Trainer(Loop):
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, directory, max_to_keep=self.train.keep_checkpoints
         )
-        return {
-            split: tf.summary.create_file_writer(str(self.run_dir / split))
-            if self.chief
-            else tf.summary.create_noop_writer()
-            for split in ("train", "validation")
-        }
-
-    def _write_scalars(self, split, step, scalars):
-        with self.writers[split].as_default(step=step):
-            for name, value in scalars.items():
-                tf.summary.scalar(name, value)
+        return events.open_writers(self.run_dir, self.chief)
 
     def _finished(self):
         if not self.chief:
@@ -211,9 +203,7 @@ def setup_failures():
 def first_example(task, where):
     """The first training example as NumPy (inputs, label), None for an empty split; every split
     is opened first (DataNotFoundError for a missing one)."""
-    import arena_tf.tasks as tasks
-
-    for split in tasks.SPLITS:
+    for split in SPLITS:
         task.load_split(split)
     try:
         inputs, label = next(iter(task.load_split("train").take(1)))
@@ -223,7 +213,7 @@ def first_example(task, where):
         raise DataMismatchError(
             f"{where} cannot be read: {op_error_cause(error)}",
             f"examples of {task.max_len} tokens (task.max_len)",
-            "check --data_dir and task.max_len, or delete generated data to generate it again",
+            "check --data-dir and task.max_len, or delete generated data to generate it again",
         ) from None
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else inputs
     return tf.nest.map_structure(lambda t: t.numpy(), inputs), label.numpy()

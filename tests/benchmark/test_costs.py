@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 import arena_tf.layers as attention_layers
-from arena_tf.benchmark import costs, layers, memory
+from arena_tf.benchmark import costs, layer_sweep, memory
 
 SHAPE = costs.Shape(batch=2, length=96, heads=2, head_dim=16)
 
@@ -50,16 +50,18 @@ def test_formula_follows_parameters():
         costs.attention_cost("local", SHAPE, {"block_size": 32}).flops
 
 
-def test_length_over_the_memory_cap_is_skipped_and_said_so():
+def test_length_over_the_memory_cap_is_skipped_and_said_so(monkeypatch):
+    monkeypatch.setattr(memory, "available_gb", lambda: 64.0)  # the cap decides, not this machine
     long = costs.Shape(batch=1, length=16384, heads=4, head_dim=64)
     short = costs.Shape(batch=1, length=4096, heads=4, head_dim=64)
-    dense, linear = layers.ours("full", {"blockwise_from": None}), layers.ours("linear")
-    skipped = layers.planned_row(dense, long, cap_gb=16)
+    dense, linear = layer_sweep.ours("full", {"blockwise_from": None}), layer_sweep.ours("linear")
+    skipped = layer_sweep.planned_row(dense, long, cap_gb=16)
     assert skipped["estimated_gb"] > 16
     assert "exceeds the 16 GB memory cap" in skipped["skipped"]
-    assert layers.planned_row(dense, short, cap_gb=16)["skipped"] is None
-    assert layers.planned_row(linear, long, cap_gb=16)["skipped"] is None
+    assert layer_sweep.planned_row(dense, short, cap_gb=16)["skipped"] is None
+    assert layer_sweep.planned_row(linear, long, cap_gb=16)["skipped"] is None
     assert memory.over_cap(2.0, cap_gb=2.0) is None
+    assert "of memory available on this machine" in memory.over_cap(3.0, cap_gb=16, available=2.0)
 
 
 @pytest.mark.parametrize("name, params", [
@@ -78,8 +80,8 @@ def test_memory_estimate_follows_full_to_its_blockwise_form():
     """From `blockwise_from` keys full holds [L, block_size] scores, not [L, L]; a dense peer of
     full (keras_mha) and full under attention dropout (training) keep the dense estimate."""
     long = costs.Shape(batch=1, length=16384, heads=4, head_dim=64)
-    by_label = {entry.label: layers.planned_row(entry, long, cap_gb=16)
-                for entry in layers.entries(["full"], ["keras_mha"])}
+    by_label = {entry.label: layer_sweep.planned_row(entry, long, cap_gb=16)
+                for entry in layer_sweep.entries(["full"], ["keras_mha"])}
     assert by_label["full"]["skipped"] is None
     assert by_label["keras_mha"]["skipped"] is not None
     dense = costs.attention_cost("full", long, {"blockwise_from": None}).attention_elements

@@ -1,6 +1,6 @@
 """`layers --backend jax`: the results file (backend, device, rows, finite positive times and
 memory), a JAX measurement without TensorFlow, the jax.nn.dot_product_attention peer against the
-dense formula, the one-line refusals, and peers.py not importing layers.py. No timing values are
+dense formula, the one-line refusals, and peers.py not importing layer_sweep.py. No timing values are
 asserted, only structure and correctness."""
 
 import ast
@@ -19,7 +19,7 @@ import pytest
 
 import arena_tf.layers as attention_layers
 from arena_tf.benchmark import __main__ as cli
-from arena_tf.benchmark import backends, layers, memory, peers
+from arena_tf.benchmark import backends, layer_sweep, memory, peers
 from arena_tf.cli import UsageError
 from tests.one_line import assert_one_error_line
 
@@ -149,7 +149,7 @@ def test_in_process_under_another_backend_is_one_error_line(capsys):
 def test_without_peers_each_backend_compares_its_own():
     def chosen(backend, given=None):
         options = Namespace(backend=backend, peers=given, in_process=False)
-        layers.chosen_backend(options)
+        layer_sweep.chosen_backend(options)
         return options.peers
 
     assert cli.parse_args(["layers"]).peers is None
@@ -162,7 +162,7 @@ def test_without_peers_each_backend_compares_its_own():
 
 
 def test_a_peer_row_is_labelled_with_its_device_parameters():
-    plan = layers.entries(["full"], ["keras_mha", "jax_dpa"], {"attention_implementation": "xla"})
+    plan = layer_sweep.entries(["full"], ["keras_mha", "jax_dpa"], {"attention_implementation": "xla"})
     assert [(entry.label, entry.params) for entry in plan] == [
         ("full", {}), ("jax_dpa[implementation=xla]", {"implementation": "xla"}),
         ("keras_mha", {})]
@@ -182,5 +182,5 @@ def imported_modules(path):
 
 def test_peers_does_not_import_layers():
     benchmark = ROOT / "arena_tf" / "benchmark"
-    assert "arena_tf.benchmark.layers" not in imported_modules(benchmark / "peers.py")
-    assert "arena_tf.benchmark.peers" in imported_modules(benchmark / "layers.py")
+    assert "arena_tf.benchmark.layer_sweep" not in imported_modules(benchmark / "peers.py")
+    assert "arena_tf.benchmark.peers" in imported_modules(benchmark / "layer_sweep.py")

@@ -4,7 +4,7 @@ import json
 
 
 from arena_tf.benchmark import __main__ as cli
-from arena_tf.benchmark import training
+from arena_tf.benchmark import lra_table2
 from tests.one_line import assert_one_error_line
 
 
@@ -22,11 +22,11 @@ def test_train_benchmark_runs_and_writes_valid_json(tmp_path):
 
 
 def test_batch_is_halved_until_the_estimate_fits_the_cap():
-    batch, estimate = training.fitting_batch("full", {}, 32, 4096, cap_gb=16)
+    batch, estimate = lra_table2.fitting_batch("full", {}, 32, 4096, cap_gb=16)
     assert batch < 32 and estimate <= 16
-    doubled, _ = training.fitting_batch("full", {}, batch * 2, 4096, cap_gb=16)
+    doubled, _ = lra_table2.fitting_batch("full", {}, batch * 2, 4096, cap_gb=16)
     assert doubled == batch  # the largest power-of-two fraction that fits
-    assert training.fitting_batch("linear", {}, 32, 1024, cap_gb=16)[0] == 32
+    assert lra_table2.fitting_batch("linear", {}, 32, 1024, cap_gb=16)[0] == 32
 
 
 def test_update_replaces_the_re_measured_rows_and_keeps_the_others(tmp_path):

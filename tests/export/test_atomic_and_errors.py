@@ -145,7 +145,7 @@ def test_bad_input_is_one_error_line_and_exit_status_2(run_dir, tmp_path, capsys
 
 
 BAD_ARGUMENTS = {
-    "precision": (to_savedmodel, ["--precision", "fp8"], "invalid choice: 'fp8'"),
+    "precision": (to_savedmodel, ["--precision", "fp8"], "invalid item 'fp8'"),
     "bf16 onnx": (to_onnx, ["--precision", "bf16"], "invalid choice: 'bf16'"),
     "opset": (to_onnx, ["--opset", "9"], "opset 9 is not supported; expected 13 to"),
     "examples": (to_savedmodel, ["--examples", "0"], "0 is not a positive integer"),

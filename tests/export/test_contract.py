@@ -1,6 +1,6 @@
 """The input contract of the artifacts (export/contract.py): int32 and int64 ids, lengths up to
 max_len where the model has a padding id, and one clear TokenError from the Python runners for
-ids a model cannot take; what the raw graphs do with such ids (the README states it)."""
+ids a model cannot take; what the raw graphs do with such ids (docs/guide/export.md states it)."""
 
 import json
 

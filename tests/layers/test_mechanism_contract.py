@@ -11,6 +11,7 @@ import pytest
 import keras
 
 import arena_tf.layers as layers
+from arena_tf.layers.base import DEFAULT_MAX_LEN
 from tests.layers.gradients import gradients
 
 LENGTH, WIDTH, HEADS, HEAD_DIM = 24, 16, 2, 8
@@ -169,3 +170,30 @@ def test_wrong_typed_parameter_names_value_and_expectation(name):
 def test_unknown_mechanism_lists_the_available_ones():
     with pytest.raises(ValueError, match="unknown attention mechanism 'fullest'.*full"):
         layers.get("fullest", num_heads=1, head_dim=4)
+
+
+LENGTH_SIZED = {"linformer", "synthesizer", "bigbird"}  # weights with max_len in their shape
+
+
+def test_only_mechanisms_with_length_sized_weights_have_a_length_limit():
+    assert {name for name in MECHANISMS if layers.get(name, num_heads=HEADS,
+            head_dim=HEAD_DIM).length_sized} == LENGTH_SIZED
+
+
+@pytest.mark.parametrize("name", sorted(set(MECHANISMS) - LENGTH_SIZED))
+def test_without_length_sized_weights_any_length_is_accepted_by_default(name):
+    params = dict(SMALL_PARAMS.get(name, {}))
+    layer = layers.get(name, num_heads=HEADS, head_dim=HEAD_DIM, **params)
+    assert layer.max_len is None and layer.get_config()["max_len"] is None
+    x, _ = inputs(batch=2, length=DEFAULT_MAX_LEN + 5)
+    assert layer(x).shape == x.shape
+
+
+@pytest.mark.parametrize("name", sorted(LENGTH_SIZED))
+def test_length_sized_weights_keep_max_len_and_the_error_names_what_it_sizes(name):
+    layer = layers.get(name, num_heads=HEADS, head_dim=HEAD_DIM, **SMALL_PARAMS[name])
+    assert layer.max_len == DEFAULT_MAX_LEN
+    x, _ = inputs(length=LENGTH + 3)
+    with pytest.raises(ValueError, match=f"exceeds max_len={LENGTH}, the length its "
+                                         f"{layer.length_sized[:10]}"):
+        make(name)(x)

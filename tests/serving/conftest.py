@@ -2,18 +2,24 @@
 
 `tiny_run` holds what the export contract promises for FP32: saved_model/ (Keras 3
 `model.export`, int32 input `tokens` [None, 32]), model.onnx (tf2onnx), openvino/ (OpenVINO's
-conversion of the SavedModel), each with its arena_tf
-metadata, and a config.yaml whose task (ListOps) reads a 20-instance generated test split.
+conversion of the SavedModel), stablehlo/ (export/to_stablehlo.py in a KERAS_BACKEND=jax process,
+from the model.keras saved here), each with its arena_tf metadata, and a config.yaml whose task
+(ListOps) reads a 20-instance generated test split.
 `listops_300` is a ListOps data directory whose test split has 300 rows (three batches of 128).
 """
 
+import importlib.util
 import json
+import os
+import pathlib
+import subprocess
 import sys
 
 import pytest
 import yaml
 
 MAX_LEN = 32
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = [sys.executable, "-m", "tests.serving.reference_submission"]  # + MODE
 
 
@@ -30,6 +36,7 @@ def export_tiny_model(run, data_dir):
                          mlp_dim=32, max_len=MAX_LEN, vocab_size=16, num_classes=10,
                          dropout=0.0, attention_dropout=0.0)
     model = build_classifier(config)
+    model.save(run / "model.keras")
     spec = tf.TensorSpec([None, MAX_LEN], tf.int32, name="tokens")
     metadata = {"task": "listops", "mechanism": "full", "model_config": config.to_dict(),
                 "vocab_size": 16, "max_len": MAX_LEN, "num_inputs": 1, "input_names": ["tokens"],
@@ -46,6 +53,18 @@ def export_tiny_model(run, data_dir):
     export_openvino_ir(run, metadata)
     task = {"name": "listops", "data_dir": str(data_dir), "max_len": MAX_LEN, "params": {}}
     (run / "config.yaml").write_text(yaml.safe_dump({"task": task}))
+    export_stablehlo(run)
+
+
+def export_stablehlo(run):
+    """stablehlo/ (FP32) of run/model.keras, by the export script in its own JAX process (where
+    JAX is installed; the xla tests are skipped otherwise)."""
+    if importlib.util.find_spec("jax") is None:
+        return
+    done = subprocess.run([sys.executable, "export/to_stablehlo.py", str(run), "--precision",
+                           "fp32", "--examples", "8"], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=600)
+    assert done.returncode == 0, done.stderr
 
 
 def export_openvino_ir(run, metadata):

@@ -1,4 +1,4 @@
-"""A small Efficiency Pentathlon driver, written from ../shared/PENTATHLON.md alone (not from
+"""A small Efficiency Pentathlon driver, written from the protocol as docs/guide/serving-and-pentathlon.md states it (not from
 serving/protocol.py), to check a submission against Pentathlon's protocol rather than our own.
 
     batches = fixed_batch(rows)                       # Random(42)-shuffled split, chunks of 128

@@ -1,5 +1,5 @@
 """A small submission in the reference submission's shape (haopeng-nlp/submission entrypoint.py),
-written for the tests from ../shared/PENTATHLON.md: plain stdio, no serving imports.
+written for the tests from docs/guide/serving-and-pentathlon.md's protocol: plain stdio, no serving imports.
 
     python -m tests.serving.reference_submission MODE [--offline]
 

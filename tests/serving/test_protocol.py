@@ -185,7 +185,7 @@ def test_a_failure_at_load_is_read_even_when_the_submission_exited_before_the_re
 
 
 def test_worker_refuses_offline_files_outside_its_offline_dir_and_goes_on(tiny_run, offline_dir):
-    """The bench's worker, serving.submission --offline --offline-dir (docs/bad_input.md's
+    """The bench's worker, serving.submission --offline --offline-dir (docs/guide/bad-input.md's
     fault): a config line naming a path outside it gets the sentinel and OutsideDirectory, nothing
     is written there, and the bench goes on with its next row (a fresh process)."""
     tmp = offline_dir.parent

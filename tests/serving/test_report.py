@@ -92,18 +92,20 @@ def test_throughput_ratios_compare_runtimes_and_precisions_per_model_and_scenari
             ok_row("a", "fixed_batch", "onnxruntime", "fp32", 150.0),
             ok_row("a", "fixed_batch", "tf", "bf16", 50.0),
             ok_row("a", "fixed_batch", "openvino", "fp32", 300.0),
+            ok_row("a", "fixed_batch", "xla", "fp32", 75.0),
             ok_row("b", "fixed_batch", "tf", "fp32", 10.0),
             ok_row("b", "fixed_batch", "onnxruntime", "fp32", 60.0),
             {**ok_row("b", "fixed_batch", "tf", "bf16", 99.0), "status": "failed"},
             {**ok_row("a", "fixed_batch", "onnxruntime", "fp16", 999.0), "status": "invalid"},
             ok_row("c", "offline", "onnxruntime", "fp16", 5.0)]
     ratios = report.throughput_ratios(rows)
-    assert ratios == {("a", "fixed_batch"): [1.5, None, 0.5, None, 2.0, 3.0],
-                      ("b", "fixed_batch"): [6.0, None, None, None, None, None]}
+    assert ratios == {("a", "fixed_batch"): [1.5, None, 0.5, None, 2.0, 3.0, 0.5, None, None],
+                      ("b", "fixed_batch"): [6.0, None, None, None, None, None, None, None, None]}
     text = report.markdown(rows)
-    assert "| a | fixed_batch | 1.50x | - | 0.50x | - | 2.00x | 3.00x |" in text
+    assert "| a | fixed_batch | 1.50x | - | 0.50x | - | 2.00x | 3.00x | 0.50x | - | - |" in text
     # the geometric mean of 1.5 and 6; a ratio with one model only is that model's
-    assert "| all models | fixed_batch | 3.00x | - | 0.50x | - | 2.00x | 3.00x |" in text
+    assert ("| all models | fixed_batch | 3.00x | - | 0.50x | - | 2.00x | 3.00x | 0.50x | - | - |"
+            in text)
 
 
 def test_no_ratio_table_without_a_pair():

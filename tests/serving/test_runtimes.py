@@ -13,10 +13,11 @@ from .conftest import MAX_LEN
 
 
 def test_registry_maps_names_to_runtimes():
-    assert runtimes.available() == ["onnxruntime", "openvino", "tensorrt", "tf"]
+    assert runtimes.available() == ["onnxruntime", "openvino", "tensorrt", "tf", "xla"]
     assert runtimes.get("tf").artifacts["bf16"] == "saved_model_bf16"
     assert runtimes.get("openvino").artifacts == {"fp32": "openvino", "fp16": "openvino_fp16"}
-    with pytest.raises(ValueError, match="expected one of onnxruntime, openvino, tensorrt, tf"):
+    with pytest.raises(ValueError,
+                       match="expected one of onnxruntime, openvino, tensorrt, tf, xla"):
         runtimes.get("tvm")
 
 
@@ -74,7 +75,7 @@ def test_openvino_runs_fp16_in_fp16_or_says_it_cannot(tiny_run):
 
 
 def test_metadata_is_read_from_every_artifact_kind(tiny_run):
-    for name in ("saved_model", "model.onnx", "openvino"):
+    for name in ("saved_model", "model.onnx", "openvino", "stablehlo"):
         metadata = artifacts.read_metadata(tiny_run / name)
         assert metadata["max_len"] == MAX_LEN and metadata["input_names"] == ["tokens"]
     assert artifacts.read_metadata(tiny_run / "config.yaml") == {}

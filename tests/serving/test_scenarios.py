@@ -1,5 +1,5 @@
 """Each scenario's schedule against the numbers Pentathlon's own code gives for the same seeds,
-computed here from `random` and numpy's global state as Pentathlon does (../shared/PENTATHLON.md):
+computed here from `random` and numpy's global state as Pentathlon does (docs/guide/serving-and-pentathlon.md):
 rows are stand-ins (their indices), so the schedules must pick the same rows in the same order."""
 
 import math

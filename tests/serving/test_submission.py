@@ -1,6 +1,6 @@
-"""`python -m serving.submission` under a Pentathlon driver written from ../shared/PENTATHLON.md
-(tests/serving/pentathlon_driver.py): the tiny exported ListOps run, under ONNX Runtime, TF and
-OpenVINO, answers fixed_batch, single_stream and offline with the model's own predictions on the
+"""`python -m serving.submission` under a Pentathlon driver written from docs/guide/serving-and-pentathlon.md
+(tests/serving/pentathlon_driver.py): the tiny exported ListOps run, under ONNX Runtime, TF,
+OpenVINO and XLA, answers fixed_batch, single_stream and offline with the model's own predictions on the
 rows, and a malformed request with the sentinel and a non-zero exit. One online process per runtime serves
 both online scenarios and then the malformed request; one more serves offline."""
 
@@ -22,7 +22,7 @@ from serving.submission import SIDE_PREFIX
 from tests.serving import pentathlon_driver as driver
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-RUNTIMES = ("onnxruntime", "tf", "openvino")
+RUNTIMES = ("onnxruntime", "tf", "openvino", "xla")
 
 
 def command(run_dir, runtime, *flags):

@@ -137,5 +137,5 @@ def test_missing_data_messages(tmp_path):
     with pytest.raises(tasks.DataNotFoundError, match="found only .*basic_train.tsv.*restore"):
         tasks.get("listops", data_dir=tmp_path / "only_train").load_split("train")
     (tmp_path / "a_file").write_text("")
-    with pytest.raises(tasks.DataNotFoundError, match="could not write there.*--data_dir"):
+    with pytest.raises(tasks.DataNotFoundError, match="could not write there.*--data-dir"):
         tasks.get("listops", data_dir=tmp_path / "a_file", generator_spec=TINY).prepare()

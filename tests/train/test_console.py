@@ -20,9 +20,9 @@ class Terminal(io.StringIO):
 def test_terminal_gets_a_bar_redrawn_in_place_and_notes_on_their_own_lines(monkeypatch):
     terminal = Terminal()
     monkeypatch.setattr(sys, "stdout", terminal)
-    progress = train.Progress(4, enabled=True)
+    progress = train.Progress.steps(4, enabled=True)
     for step in range(1, 5):
-        progress.update(step, {"loss": 1.0 / step, "accuracy": 0.5, "steps/s": 10.0})
+        progress.log(step, {"loss": 1.0 / step, "accuracy": 0.5, "steps/s": 10.0})
         if step == 2:
             progress.note("step 2: validation loss 0.5000, accuracy 0.5000")
     text = terminal.getvalue()
@@ -33,16 +33,16 @@ def test_terminal_gets_a_bar_redrawn_in_place_and_notes_on_their_own_lines(monke
 
 def test_log_gets_one_plain_line_per_update():
     log = io.StringIO()
-    progress = train.Progress(4, enabled=True, stream=log)
+    progress = train.Progress.steps(4, enabled=True, stream=log)
     for step in (2, 4):
-        progress.update(step, {"loss": 0.25, "accuracy": 0.5, "steps/s": 10.0})
+        progress.log(step, {"loss": 0.25, "accuracy": 0.5, "steps/s": 10.0})
     assert log.getvalue() == ("step 2/4: loss 0.25, accuracy 0.5, steps/s 10\n"
                               "step 4/4: loss 0.25, accuracy 0.5, steps/s 10\n")
 
 
 def test_quiet_progress_prints_nothing(capsys):
-    progress = train.Progress(4, enabled=False)
-    progress.update(4, {"loss": 0.25})
+    progress = train.Progress.steps(4, enabled=False)
+    progress.log(4, {"loss": 0.25})
     progress.note("hidden")
     assert capsys.readouterr().out == ""
 
@@ -65,7 +65,8 @@ class Clock:
 def quiet_progress(total=10):
     """A Progress on a log with a hand-moved clock, a line at most every 3 s and no thread."""
     log, clock = io.StringIO(), Clock()
-    return train.Progress(total, enabled=True, stream=log, every=3, clock=clock, thread=False), \
+    return train.Progress.steps(total, enabled=True, stream=log, every=3, clock=clock,
+                                thread=False), \
         log, clock
 
 
@@ -79,7 +80,7 @@ def test_a_status_line_every_few_seconds_with_steps_per_second_and_eta():
     progress.stepped(3)
     assert log.getvalue() == "step 3/10: 0.5 steps/s, ETA 14 s\n"
     clock.now = 6
-    progress.update(4, {"loss": 0.25})
+    progress.log(4, {"loss": 0.25})
     assert log.getvalue().splitlines()[-1] == "step 4/10: loss 0.25, ETA 12 s"
 
 

@@ -60,14 +60,14 @@ def test_missing_data_gives_the_task_message_before_any_run_directory(capsys, tm
     (tmp_path / "empty").mkdir()
     line = fails_with(capsys, ["--task=retrieval", "--model=full", f"--data_dir={tmp_path}/empty",
                                f"--run_dir={tmp_path}/run"])
-    assert "retrieval: AAN release files" in line and "--data_dir" in line
+    assert "retrieval: AAN release files" in line and "--data-dir" in line
     assert not (tmp_path / "run").exists()
 
 
 def test_unwritable_run_directory(capsys, listops_dir, tmp_path):
     (tmp_path / "file").write_text("not a directory")
     line = fails_in_style(capsys, cli_args(listops_dir, tmp_path / "file" / "run", TINY))
-    assert f"cannot write to run directory {tmp_path}/file/run" in line and "--run_dir" in line
+    assert f"cannot write to run directory {tmp_path}/file/run" in line and "--run-dir" in line
     assert [p.name for p in tmp_path.iterdir()] == ["file"]
 
 
@@ -125,7 +125,7 @@ def test_data_of_another_length_than_max_len_is_refused_before_training(capsys, 
     patch_examples(monkeypatch, lambda tokens, label, index: (tf.pad(tokens, [[0, 8]]), label))
     fails_in_style(capsys, cli_args(listops_dir, tmp_path / "run", [*TINY, *loop(1)]),
                    f"has examples of shape [{MAX_LEN + 8}] but model.max_len={MAX_LEN}",
-                   "--data_dir")
+                   "--data-dir")
     assert not (tmp_path / "run").exists()
 
 
@@ -155,14 +155,19 @@ def test_impossible_mechanism_parameter_is_one_line(capsys, listops_dir, tmp_pat
     assert not (tmp_path / "run").exists()
 
 
-def test_a_value_error_while_training_is_a_bug_and_keeps_its_traceback(monkeypatch, listops_dir,
-                                                                       tmp_path):
+def test_a_value_error_while_training_is_a_bug_in_one_line_and_debug_keeps_its_traceback(
+        monkeypatch, capsys, listops_dir, tmp_path):
     def broken_fit(self):
         raise ValueError("a bug in the loop")
 
     monkeypatch.setattr(train.Trainer, "fit", broken_fit)
+    args = cli_args(listops_dir, tmp_path / "run", [*TINY, *loop(1)])
+    assert train.main(args) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert line.startswith("error: internal error: ValueError: a bug in the loop")
+    assert "--debug" in line
     with pytest.raises(ValueError, match="a bug in the loop"):
-        train.main(cli_args(listops_dir, tmp_path / "run", [*TINY, *loop(1)]))
+        train.main([*args, "--debug"])
 
 
 def test_unreachable_tpu(capsys, tmp_path):
@@ -197,4 +202,4 @@ def test_bad_flags_are_refused_by_the_parser(flag, value, capsys):
     with pytest.raises(SystemExit) as exit_info:
         train.parse_args(["--task=listops", "--model=full", f"{flag}={value}"])
     assert exit_info.value.code == 2
-    assert f"argument {flag}: " in capsys.readouterr().err
+    assert f"argument {flag.replace('_', '-')}: " in capsys.readouterr().err

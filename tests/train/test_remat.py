@@ -1,7 +1,7 @@
 """`train.remat=true` trains the same model: with dropout on, a run that recomputes every block in
 the backward pass ends with the weights of a run that stores the activations, and config.yaml
 records the choice. (That it saves memory is measured, not tested: `python -m arena_tf.benchmark
-train --remat both`, docs/efficiency.md.)"""
+train --remat both`, docs/results/efficiency/report.md.)"""
 
 import keras
 import numpy as np

@@ -75,7 +75,7 @@ def test_a_second_trainer_on_a_busy_run_dir_is_refused_naming_the_pid(capsys, li
         assert train.main(cli_args(listops_dir, tmp_path, [*TINY, *loop(1)])) == 2
         assert_one_error_line(capsys.readouterr().err,
                               f"run directory {tmp_path} is in use by another trainer "
-                              f"(pid {holder.pid})", "--run_dir")
+                              f"(pid {holder.pid})", "--run-dir")
         assert snapshot(tmp_path) == before
     finally:
         holder.stdin.close()

@@ -1,0 +1,86 @@
+"""Regenerate the documentation's generated parts from the results and the registry.
+
+    make docs                                  # = python tools/regenerate_docs.py
+    python tools/regenerate_docs.py --check    # exit 1 naming every generated part out of date
+
+The library never writes into the repository by itself: training records a row in
+docs/results/reproduction/results.json and stops there. This command (run by hand, and in
+--check form by tests/test_docs.py) rewrites what is generated from those files:
+
+- docs/results/reproduction/report.md and its learning-curve PNGs, from results.json;
+- the README's headline results (between its `results` markers), from results.json;
+- arena_tf/layers/README.md's catalogue, from the layer registry;
+- the measured presets table of docs/guide/training-and-configs.md, from docs/results/presets.json.
+
+The efficiency report (docs/results/efficiency/report.md) has its own command, `python -m
+arena_tf.benchmark report`, since it draws many plots from several result files.
+"""
+
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from arena_tf import catalogue, cli, files, preset_timing  # noqa: E402 (after the path above)
+from arena_tf.markdown import replace_section  # noqa: E402
+from arena_tf.reproduce import report  # noqa: E402
+from arena_tf.reproduce.results import RESULTS, read_results  # noqa: E402
+
+README = ROOT / "README.md"
+CATALOGUE = ROOT / "arena_tf" / "layers" / "README.md"
+TRAINING_GUIDE = ROOT / "docs" / "guide" / "training-and-configs.md"
+PRESET_TIMES = ROOT / "docs" / "results" / "presets.json"
+
+
+def presets_table(text):
+    """`text` with its `presets` section holding the table of docs/results/presets.json."""
+    measured = json.loads(PRESET_TIMES.read_text())
+    return replace_section(text, preset_timing.SECTION, preset_timing.markdown_table(measured))
+
+
+def generated(plots=False):
+    """{path: the text it should hold} of every generated page or section (with `plots`, the
+    reproduction report's PNGs are drawn too)."""
+    rows = read_results(RESULTS)
+    return {
+        report.REPORT: report.render(RESULTS, report.REPORT, plots=plots),
+        README: report.with_summary(README.read_text(), rows),
+        CATALOGUE: catalogue.with_table(CATALOGUE.read_text()),
+        TRAINING_GUIDE: presets_table(TRAINING_GUIDE.read_text()),
+    }
+
+
+def stale():
+    """The generated files whose text differs from what this command would write."""
+    return [path for path, text in generated().items()
+            if not path.is_file() or path.read_text() != text]
+
+
+def main(argv=None):
+    parser = cli.ArgumentParser(prog="python tools/regenerate_docs.py",
+                                description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 when a generated part is out of date")
+    args = parser.parse_args(argv)
+
+    def body():
+        if args.check:
+            old = stale()
+            if old:
+                names = ", ".join(str(path.relative_to(ROOT)) for path in old)
+                raise cli.RunError(f"out of date: {names}", "generated docs matching their sources",
+                                   "run `make docs` and commit the result")
+            print("regenerate_docs: every generated part is current")
+            return 0
+        for path, text in generated(plots=True).items():
+            files.write_text(path, text)
+            print(f"regenerate_docs: wrote {path.relative_to(ROOT)}")
+        return 0
+
+    return cli.run_main(body, debug=args.debug)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -23,7 +23,7 @@ test: $(STAMP)
 
 # Learning checks too long for every run (Pathfinder: about 30 minutes on 2 CPU cores).
 test-long: $(STAMP)
-	ARENA_TF_LONG_TESTS=1 $(PY) -m pytest -q -rA tests/train/test_learning.py
+	ARENA_TF_LONG_TESTS=1 $(PY) -m pytest -q -rA tests/training/test_learning.py
 
 # The generated docs (reports, the README's results, the layer catalogue) from their sources.
 docs: $(STAMP)

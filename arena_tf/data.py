@@ -212,6 +212,23 @@ def run(args):
 
 
 def main(argv=None):
+    """Command line: `prepare`, `bench` or `rows` for a task's data.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 on success; 2 for the user's mistake (an unknown task, a bad flag, missing or
+            malformed data); 1 when the command itself failed (TensorFlow or the disk).
+
+    Example:
+        python -m arena_tf.data prepare --task=listops --preview
+
+    References:
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
+    """
     cli.quiet_tensorflow()
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("arena_tf").setLevel(logging.INFO)  # skipped lines, generation notes

@@ -38,6 +38,23 @@ def measured_time(task, model):
 
 
 def main(argv=None):
+    """Command line: generate the tiny ListOps set, train, evaluate, say where the run is.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 on success; 2 for a wrong argument or input; 1 when the run failed (`--debug`: the
+            traceback).
+
+    Example:
+        python -m arena_tf.demo --model linformer --task listops
+
+    References:
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
+    """
     parser = cli.ArgumentParser(prog="python -m arena_tf.demo",
                                 description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="listops", help="a task whose data the project generates")

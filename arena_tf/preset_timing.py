@@ -200,6 +200,23 @@ def parse_args(argv):
 
 
 def main(argv=None):
+    """Command line: `measure` the tiny presets or print their `table`.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
+            run itself failed (`--debug` shows the traceback instead).
+
+    Example:
+        python -m arena_tf.preset_timing table
+
+    References:
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
+    """
     cli.quiet_tensorflow()
     args = parse_args(argv)
     return cli.run_main(lambda: args.run(args), debug=args.debug)

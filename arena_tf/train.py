@@ -170,8 +170,23 @@ def run(args):
 
 
 def main(argv=None):
-    """Command-line entry: 0 on success; one `error: ...` line and 2 on bad input, 1 when the run
-    itself failed (`--debug`: the traceback instead)."""
+    """Command-line entry of training.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
+            run itself failed (`--debug` shows the traceback instead).
+
+    Example:
+        python -m arena_tf.train --task=listops --model=performer --preset=tiny
+
+    References:
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
+    """
     args = parse_args(argv)
 
     def body():

@@ -222,6 +222,22 @@ def export_onnx(path, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET, count=No
 
 
 def main(argv=None):
+    """Command line: export RUN_DIR's classifier to FP32 / FP16 ONNX, with parity reports.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 when the FP32 artifact was written (or, without fp32 in --precision, when anything
+            was); 1 when the export failed; 2 for a wrong argument or input.
+
+    Example:
+        python export/to_onnx.py runs/listops-performer --precision fp32
+
+    References:
+        ONNX, onnx.ai and github.com/onnx/onnx; tf2onnx, github.com/onnx/tensorflow-onnx.
+    """
     parser = cli.parser("python export/to_onnx.py", __doc__)
     cli.add_precisions(parser, ARTIFACTS, ARTIFACTS, "ONNX models")
     parser.add_argument("--opset", type=int, default=DEFAULT_OPSET,

@@ -123,6 +123,22 @@ def export_openvino(path, precisions=tuple(ARTIFACTS), count=None, thresholds=No
 
 
 def main(argv=None):
+    """Command line: export RUN_DIR's classifier to OpenVINO IR, with parity reports.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 when the FP32 artifact was written (or, without fp32 in --precision, when anything
+            was); 1 when the export failed; 2 for a wrong argument or input.
+
+    Example:
+        python export/to_openvino.py runs/listops-performer --precision fp32
+
+    References:
+        OpenVINO, github.com/openvinotoolkit/openvino (`openvino.convert_model`).
+    """
     parser = cli.parser("python export/to_openvino.py", __doc__)
     cli.add_precisions(parser, ARTIFACTS, ARTIFACTS, "IRs")
     return cli.run(lambda args: export_openvino(args.path, args.precision, args.examples), parser,

@@ -166,6 +166,23 @@ def export_savedmodel(path, precisions=tuple(ARTIFACTS), count=None, thresholds=
 
 
 def main(argv=None):
+    """Command line: export RUN_DIR's classifier to SavedModels, with parity reports.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 when the FP32 artifact was written (or, without fp32 in --precision, when anything
+            was); 1 when the export failed; 2 for a wrong argument or input.
+
+    Example:
+        python export/to_savedmodel.py runs/listops-performer --precision fp32
+
+    References:
+        TensorFlow SavedModel, tensorflow.org/guide/saved_model; Keras 3 ExportArchive,
+            keras.io/api/models/model_saving_apis/export/.
+    """
     parser = cli.parser("python export/to_savedmodel.py", __doc__)
     cli.add_precisions(parser, POLICIES, ARTIFACTS, "SavedModels")
     return cli.run(lambda args: export_savedmodel(args.path, args.precision, args.examples), parser,

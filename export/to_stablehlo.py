@@ -195,6 +195,23 @@ def export_stablehlo(path, precisions=tuple(ARTIFACTS), count=None, thresholds=N
 
 
 def main(argv=None):
+    """Command line: export RUN_DIR's classifier to StableHLO, with parity reports.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 when the FP32 artifact was written (or, without fp32 in --precision, when anything
+            was); 1 when the export failed; 2 for a wrong argument or input.
+
+    Example:
+        python export/to_stablehlo.py runs/listops-performer --precision fp32
+
+    References:
+        StableHLO, github.com/openxla/stablehlo; jax.export,
+            jax.readthedocs.io/en/latest/export/export.html.
+    """
     parser = cli.parser("python export/to_stablehlo.py", __doc__)
     cli.add_precisions(parser, ARTIFACTS, ARTIFACTS, "StableHLO artifacts")
     return cli.run(lambda args: export_stablehlo(args.path, args.precision, args.examples), parser,

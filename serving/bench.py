@@ -693,6 +693,23 @@ def bench_into(args, chosen, options, targets, out, kept):
 
 
 def main(argv=None):
+    """Command line: run the serving bench over its targets, one row each.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 when every row ran or was unsupported and at least one was measured; 1 when nothing
+            was measured or a row failed or was invalid; 2 on a user's mistake.
+
+    Example:
+        python -m serving.bench runs/listops-performer --runtime onnxruntime --scenario all
+
+    References:
+        Peng et al., 2023, "Efficiency Pentathlon: A Standardized Arena for Efficiency
+            Evaluation", arXiv:2307.09701; github.com/allenai/efficiency-pentathlon.
+    """
     args = parse_args(argv)
     return cli.run_main(lambda: run(args), debug=args.debug, failures=(OSError,))
 

@@ -206,6 +206,23 @@ def exit_status(error):
 
 
 def main(argv=None):
+    """Command line: serve RUN_DIR's exported model on stdio, online or --offline.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 on success; non-zero after `Efficiency benchmark exception: SubprocessError` and the
+            traceback on stdout: 2 for bad arguments, 1 otherwise.
+
+    Example:
+        python -m serving.submission runs/listops-performer --runtime onnxruntime
+
+    References:
+        Peng et al., 2023, "Efficiency Pentathlon: A Standardized Arena for Efficiency
+            Evaluation", arXiv:2307.09701; github.com/allenai/efficiency-pentathlon.
+    """
     answers = answer_stream()
     try:
         serve(argv, sys.stdin.buffer, answers)

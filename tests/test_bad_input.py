@@ -5,7 +5,7 @@ it, and asserts the exit code, one line on stderr in the shared style (`error: <
 docs/guide/bad-input.md is generated from CASES and FAULTS (`python -m tests.test_bad_input`); a test
 checks it. FAULTS are the findings that are not one bad command line (a killed writer, a second
 trainer, a model answering nonsense): each names the area test that feeds that exact input, and a
-test checks that it exists. Area tests (tests/train, tests/export, tests/serving, tests/tasks) hold
+test checks that it exists. Area tests (tests/training, tests/export, tests/serving, tests/tasks) hold
 the finer cases.
 """
 
@@ -333,17 +333,17 @@ class Fault:
 
 FAULTS = [
     Fault("a second trainer on a run directory in use", "one line naming the holder's pid, exit 2",
-          "tests/train/test_run_dir.py::test_a_second_trainer_on_a_busy_run_dir_is_refused_naming_the_pid"),
+          "tests/training/test_run_dir.py::test_a_second_trainer_on_a_busy_run_dir_is_refused_naming_the_pid"),
     Fault("the lock file of a killed trainer", "no effect: the next run takes the directory",
-          "tests/train/test_run_dir.py::test_a_stale_lock_of_a_dead_trainer_does_not_block"),
+          "tests/training/test_run_dir.py::test_a_stale_lock_of_a_dead_trainer_does_not_block"),
     Fault("a start refused by validation, then the corrected rerun", "nothing written; the rerun "
-          "trains", "tests/train/test_run_dir.py::"
+          "trains", "tests/training/test_run_dir.py::"
           "test_a_start_refused_by_validation_leaves_nothing_and_the_corrected_rerun_proceeds"),
     Fault("a truncated newest checkpoint", "one warning line; resumes from the newest intact one",
-          "tests/train/test_run_dir.py::"
+          "tests/training/test_run_dir.py::"
           "test_a_truncated_newest_checkpoint_gives_way_to_the_newest_intact_one"),
     Fault("SIGKILL mid-training, then a rerun", "resumes bit-exact",
-          "tests/train/test_resume.py::test_resumed_run_ends_with_the_uninterrupted_weights"),
+          "tests/training/test_resume.py::test_resumed_run_ends_with_the_uninterrupted_weights"),
     Fault("an export killed mid-write", "its temporaries removed by the next export",
           "tests/export/test_leftovers.py::test_the_next_export_removes_what_a_killed_export_left"),
     Fault("a reduced precision failing its parity check", "FP32 written, the precision reported "

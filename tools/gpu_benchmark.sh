@@ -5,7 +5,7 @@
 #   here:  tools/device_wheels.sh      (before the call: .whl/ with Keras, and .whl/COMMIT from git)
 #   device run, carry [".whl"], timeout_s 600:
 #          tools/gpu_benchmark.sh [gpu options, e.g. --parts layers]
-#   here:  cp <files_at>/gpu.json docs/results/efficiency/gpu.json
+#   here:  cp <files_at>/gpu.json docs/results/efficiency/
 #          python -m arena_tf.benchmark gpu --report-only    (docs/results/efficiency/gpu.md)
 #          git add docs/results/efficiency/gpu.* && git commit
 #

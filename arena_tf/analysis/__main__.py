@@ -68,6 +68,23 @@ COMMANDS = {"span": span_command, "attention": attention_command}
 
 
 def main(argv=None):
+    """Command line: `span` or `attention` analysis of trained runs.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
+            run itself failed (`--debug` shows the traceback instead).
+
+    Example:
+        python -m arena_tf.analysis attention runs/pathfinder-full --example 3
+
+    References:
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
+    """
     args = parse_args(argv)
     return cli.run_main(lambda: COMMANDS[args.command](args), debug=args.debug)
 

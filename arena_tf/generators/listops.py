@@ -283,7 +283,25 @@ def generate(out_dir, spec=None, processes=None):
 
 
 def main(argv=None):
-    """`python -m arena_tf.generators.listops --out-dir=DIR`: generate and time the LRA-size set."""
+    """`python -m arena_tf.generators.listops --out-dir=DIR`: generate and time the LRA-size set.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
+            run itself failed (`--debug` shows the traceback instead).
+
+    Example:
+        python -m arena_tf.generators.listops --out-dir=data/listops
+
+    References:
+        Nangia and Bowman, 2018, "ListOps: A Diagnostic Dataset for Latent Tree Learning",
+            arXiv:1804.06028.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
+    """
     parser = cli.ArgumentParser(prog="python -m arena_tf.generators.listops",
                                 description="Generate and time the LRA-size ListOps set.")
     parser.add_argument("--out-dir", required=True, help="where the TSV files go")

@@ -596,7 +596,26 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    """Command line: write a preview grid, or generate a dataset and report images per second."""
+    """Command line: write a preview grid, or generate a dataset and report images per second.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
+            run itself failed (`--debug` shows the traceback instead).
+
+    Example:
+        python -m arena_tf.generators.pathfinder --preview grid.png --size 32
+
+    References:
+        Linsley, Kim et al., 2018, "Learning long-range spatial dependencies with horizontal
+            gated recurrent units" (NeurIPS 2018); Kim, Linsley et al., 2020, "Disentangling
+            neural mechanisms for perceptual grouping" (ICLR 2020).
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
+    """
     args = parse_args(argv)
     return cli.run_main(lambda: run(args), debug=args.debug)
 

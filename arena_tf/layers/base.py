@@ -36,6 +36,22 @@ class Attention(keras.layers.Layer):
         attention_dropout: dropout rate on explicit attention weights, training only.
         seed: seed for everything the layer draws (dropout, random features, hashes).
         use_bias: whether the projections have biases.
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+        A subclass implements `attend` over [batch, heads, length, head_dim] tensors.
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("full", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Vaswani et al., 2017, "Attention Is All You Need", arXiv:1706.03762.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     # The paper the mechanism comes from, as "Authors (year), Title", for docs and the catalogue.

@@ -47,6 +47,22 @@ class BigBirdAttention(Attention):
         block_size: tokens per block (b).
         num_random_blocks: random key blocks per query block (r), fixed by `seed`.
         **kwargs: `Attention` arguments (num_heads, head_dim, max_len, seed, ...).
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("bigbird", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Zaheer et al., 2020, "Big Bird: Transformers for Longer Sequences",
+            arXiv:2007.14062; github.com/google-research/bigbird.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Zaheer et al. (2020), Big Bird: Transformers for Longer Sequences"

@@ -31,6 +31,21 @@ class FullAttention(Attention):
         blockwise_from: the key length from which the memory-efficient form is used (0: always,
             None: never).
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("full", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Vaswani et al., 2017, "Attention Is All You Need", arXiv:1706.03762.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Vaswani et al. (2017), Attention Is All You Need"

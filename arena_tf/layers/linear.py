@@ -54,6 +54,23 @@ class LinearAttention(Attention):
     Args:
         eps: added to the normaliser phi(q_i) . sum_j phi(k_j) (LRA default 1e-6).
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("linear", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Katharopoulos et al., 2020, "Transformers are RNNs: Fast Autoregressive
+            Transformers with Linear Attention", arXiv:2006.16236;
+            github.com/idiap/fast-transformers.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Katharopoulos et al. (2020), Transformers are RNNs"

@@ -39,6 +39,22 @@ class LinformerAttention(Attention):
         share_kv: one projection for keys and values (True) or one each (False).
         share_heads: one projection for all heads (True) or one per head (False).
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("linformer", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Wang et al., 2020, "Linformer: Self-Attention with Linear Complexity",
+            arXiv:2006.04768.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Wang et al. (2020), Linformer: Self-Attention with Linear Complexity"

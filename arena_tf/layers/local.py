@@ -29,6 +29,20 @@ class LocalAttention(Attention):
         block_size: positions per block (LRA default 50; 64 for the image task). A block longer
             than a given `max_len` is treated as `max_len` (one block: full attention).
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("local", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Parmar et al. (2018), Image Transformer (local blocks as in LRA)"

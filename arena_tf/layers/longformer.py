@@ -35,6 +35,22 @@ class LongformerAttention(Attention):
         window: total window width w, even; each query sees w / 2 keys on each side and itself.
         global_positions: positions that attend to and are attended by every token ([] for none).
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("longformer", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Beltagy et al., 2020, "Longformer: The Long-Document Transformer",
+            arXiv:2004.05150; github.com/allenai/longformer.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Beltagy et al. (2020), Longformer: The Long-Document Transformer"

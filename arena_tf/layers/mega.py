@@ -70,6 +70,22 @@ class Mega(Attention):
             gives full attention over the sequence.
         causal: one-directional EMA and attention that sees no later position; default False.
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+
+    Returns:
+        The mixed sequence: a [batch, length, width] tensor like the input (the optional
+        bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("mega", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Ma et al., 2023, "Mega: Moving Average Equipped Gated Attention",
+            arXiv:2209.10655; github.com/facebookresearch/mega.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Ma et al. (2023), Mega: Moving Average Equipped Gated Attention"

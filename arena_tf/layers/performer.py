@@ -124,6 +124,22 @@ class PerformerAttention(Attention):
         kernel: "exp" (FAVOR+ approximation of softmax) or "relu" (generalised attention).
         redraw: draw new features on every training call (never at inference).
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, seed, ...).
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("performer", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Choromanski et al., 2021, "Rethinking Attention with Performers",
+            arXiv:2009.14794; github.com/google-research/google-research (performer/).
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Choromanski et al. (2021), Rethinking Attention with Performers"

@@ -80,6 +80,22 @@ class ReformerAttention(Attention):
         n_hashes: hashing rounds, combined by their log-sum-exp weights.
         n_buckets: buckets per round (even: half from xR, half from -xR).
         chunk_size: tokens per chunk of the sorted sequence; each chunk also sees the previous one.
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("reformer", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Kitaev, Kaiser and Levskaya, 2020, "Reformer: The Efficient Transformer",
+            arXiv:2001.04451; github.com/google/trax.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     quadratic = False

@@ -101,6 +101,22 @@ class S4D(Mixer):
         causal: one direction only (an output never depends on a later input); default False:
             bidirectional, for classification.
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+
+    Returns:
+        The mixed sequence: a [batch, length, width] tensor like the input (the optional
+        bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("s4d", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Gu et al., 2022, "On the Parameterization and Initialization of Diagonal State
+            Space Models", arXiv:2206.11893; github.com/state-spaces/s4.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = ("Gu et al. (2022), On the Parameterization and Initialization of Diagonal State "

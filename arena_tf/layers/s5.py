@@ -131,6 +131,22 @@ class S5(Mixer):
         dt_min, dt_max: range of the log-uniform initial step sizes.
         causal: forward scan only; default False (bidirectional, for classification).
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+
+    Returns:
+        The mixed sequence: a [batch, length, width] tensor like the input (the optional
+        bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("s5", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Smith et al., 2023, "Simplified State Space Layers for Sequence Modeling",
+            arXiv:2208.04933; github.com/lindermanlab/S5.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Smith et al. (2023), Simplified State Space Layers for Sequence Modeling"

@@ -51,6 +51,21 @@ class SinkhornAttention(Attention):
         sinkhorn_iters: rounds of column then row normalisation after the first row softmax.
         temperature: divides the sort logits; low values make P closer to a hard permutation.
         **kwargs: arguments of `arena_tf.layers.base.Attention`.
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("sinkhorn", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Tay et al., 2020, "Sparse Sinkhorn Attention", arXiv:2002.11296.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Tay et al. (2020), Sparse Sinkhorn Attention"

@@ -31,6 +31,22 @@ class SparseAttention(Attention):
         block_size: length b of the contiguous blocks (Child et al. use about sqrt(L)).
         summary_size: number c of summary positions at the end of each block (c <= b).
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("sparse", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Child et al., 2019, "Generating Long Sequences with Sparse Transformers",
+            arXiv:1904.10509; github.com/openai/sparse_attention.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     paper = "Child et al. (2019), Generating Long Sequences with Sparse Transformers"

@@ -53,6 +53,22 @@ class SynthesizerAttention(Attention):
         rank: rank of the factorized logits (mode "factorized" only).
         use_dot_product: add the scaled dot-product logits q k^T / sqrt(d) to the synthetic ones.
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
+
+    Returns:
+        The attended sequence: a [batch, length, width] tensor like the input (the
+        optional bool mask is [batch, length], True = real token).
+
+    Example:
+        import keras
+        from arena_tf import layers
+        x = keras.random.normal((2, 16, 16))  # [batch, length, width]
+        y = layers.get("synthesizer", num_heads=2, head_dim=8)(x)  # [2, 16, 16]
+
+    References:
+        Tay et al., 2021, "Synthesizer: Rethinking Self-Attention for
+            Transformer Models", arXiv:2005.00743.
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
     quadratic = True

@@ -40,6 +40,23 @@ def parse_args(argv):
 
 
 def main(argv=None):
+    """Command line: run a suite, list it, re-run its rows, report, merge, pack.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
+            run itself failed (`--debug` shows the traceback instead).
+
+    Example:
+        python -m arena_tf.reproduce cpu-listops --list
+
+    References:
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
+    """
     args = parse_args(argv)
 
     def body():

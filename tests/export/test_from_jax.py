@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.train.conftest import TINY, TRAIN, cli_args, listops_dir, loop, run  # noqa: F401
+from tests.training.conftest import TINY, TRAIN, cli_args, listops_dir, loop, run  # noqa: F401
 
 pytest.importorskip("jax")
 

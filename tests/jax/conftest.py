@@ -1,10 +1,10 @@
 """The JAX job of `make test` (KERAS_BACKEND=jax): these tests train with the JAX backend in this
-process, so the TensorFlow job skips them; both jobs share tests/train's small ListOps set."""
+process, so the TensorFlow job skips them; both jobs share tests/training's small ListOps set."""
 
 import keras
 import pytest
 
-from tests.train.conftest import listops_dir  # noqa: F401 (the shared fixture)
+from tests.training.conftest import listops_dir  # noqa: F401 (the shared fixture)
 
 collect_ignore_glob = [] if keras.backend.backend() == "jax" else ["test_*.py"]
 

@@ -15,8 +15,8 @@ import keras
 import arena_tf.layers as layers
 from arena_tf import train
 from arena_tf.training.events import read_scalars
-from tests.train.conftest import TINY, TRAIN, cli_args, loop, run
-from tests.train.test_artifacts import METRICS, SCALARS, SMALL
+from tests.training.conftest import TINY, TRAIN, cli_args, loop, run
+from tests.training.test_artifacts import METRICS, SCALARS, SMALL
 
 STEPS = 3
 

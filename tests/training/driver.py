@@ -1,4 +1,4 @@
-"""`python -m tests.train.driver WEIGHTS.npz [arena_tf.train arguments]`: train as the command line
+"""`python -m tests.training.driver WEIGHTS.npz [arena_tf.train arguments]`: train as the command line
 does, then save the final weights of this process's model (every worker's, not only the chief's)."""
 
 import sys

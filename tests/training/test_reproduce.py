@@ -21,7 +21,7 @@ from arena_tf.reproduce.suites import load_suite, plan
 from arena_tf.training.events import read_scalars
 from arena_tf.training.run_dir import checkpoint_steps
 from tests.one_line import assert_one_error_line
-from tests.train.conftest import TINY, loop
+from tests.training.conftest import TINY, loop
 
 STEPS = 4
 

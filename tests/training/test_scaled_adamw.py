@@ -8,8 +8,8 @@ import pytest
 
 from arena_tf.config import ConfigError, TrainConfig
 from arena_tf.schedules import ScaledAdamW, make_optimizer
-from tests.train.conftest import TINY, cli_args, loop
-from tests.train.test_errors import fails_in_style
+from tests.training.conftest import TINY, cli_args, loop
+from tests.training.test_errors import fails_in_style
 
 
 def two_weights():

@@ -11,7 +11,7 @@ import yaml
 from arena_tf import train
 from arena_tf.tasks.listops import ListOps
 from tests.one_line import assert_one_error_line
-from tests.train.conftest import MAX_LEN, TINY, TRAIN, cli_args, loop, run
+from tests.training.conftest import MAX_LEN, TINY, TRAIN, cli_args, loop, run
 
 
 def fails_with(capsys, argv, code=2):

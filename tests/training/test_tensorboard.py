@@ -15,7 +15,7 @@ from arena_tf.training import events
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 from tensorboard.util.tensor_util import make_ndarray
-from tests.train.conftest import TINY, loop
+from tests.training.conftest import TINY, loop
 
 TRAIN_TAGS = {"metrics/loss", "metrics/accuracy", "optimizer/learning_rate",
               "speed/steps_per_second", "speed/examples_per_second", "memory/peak_mb",

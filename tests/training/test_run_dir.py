@@ -12,7 +12,7 @@ import yaml
 from arena_tf import train
 from arena_tf.training.run_dir import LOCK_NAME
 from tests.one_line import assert_one_error_line
-from tests.train.conftest import HANG_GUARD_S, TINY, cli_args, loop
+from tests.training.conftest import HANG_GUARD_S, TINY, cli_args, loop
 
 LOCAL = ["model.attention_params.block_size=8"]
 

@@ -15,7 +15,7 @@ import arena_tf.layers as layers
 from arena_tf import train
 from arena_tf.training.verdict import verdict
 from arena_tf.training.events import read_scalars
-from tests.train.conftest import TINY, loop
+from tests.training.conftest import TINY, loop
 
 # Patterns small enough for 33 positions (32 tokens and CLS).
 SMALL = {

@@ -84,7 +84,7 @@ def free_port():
 
 
 def load_weights(path):
-    """The arrays of an .npz written by tests/train/driver.py, in order."""
+    """The arrays of an .npz written by tests/training/driver.py, in order."""
     with np.load(path) as data:
         return [data[f"arr_{i}"] for i in range(len(data.files))]
 

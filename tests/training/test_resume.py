@@ -15,7 +15,7 @@ import keras
 
 import arena_tf.models  # noqa: F401 (registers the layers model.keras holds)
 
-from tests.train.conftest import HANG_GUARD_S, TINY, TRAIN, cli_args, finish, loop, start
+from tests.training.conftest import HANG_GUARD_S, TINY, TRAIN, cli_args, finish, loop, start
 
 STEPS, EVERY = 400, 50
 DROPOUT = ["model.dropout=0.1", "model.attention_dropout=0.1"]  # the RNG state must be restored

@@ -11,7 +11,7 @@ import yaml
 from arena_tf.reproduce import report, running
 from arena_tf.reproduce.results import RESULTS, read_results
 from arena_tf.reproduce.suites import ROOT, SUITES, load_suite, plan, suite_paths
-from tests.train.conftest import TINY, loop
+from tests.training.conftest import TINY, loop
 
 
 def test_training_records_its_row_and_writes_no_docs(listops_dir, tmp_path, capfd):

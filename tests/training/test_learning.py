@@ -28,7 +28,7 @@ import os
 import pytest
 
 from arena_tf import train
-from tests.train.conftest import TINY, loop
+from tests.training.conftest import TINY, loop
 
 LISTOPS_STEPS = 300
 

@@ -10,7 +10,7 @@ import pytest
 from arena_tf import train
 from arena_tf.config import TrainConfig
 from arena_tf.training import auto_precision, utilisation
-from tests.train.conftest import TINY, loop
+from tests.training.conftest import TINY, loop
 
 
 def test_auto_is_the_default_and_resolves_by_device():

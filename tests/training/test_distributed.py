@@ -9,7 +9,7 @@ import numpy as np
 
 from arena_tf import train
 from arena_tf.training.events import read_scalars
-from tests.train.conftest import (DRIVER, TINY, TRAIN, cli_args, finish, free_port, load_weights,
+from tests.training.conftest import (DRIVER, TINY, TRAIN, cli_args, finish, free_port, load_weights,
                                   loop, run, start)
 
 STEPS = 6

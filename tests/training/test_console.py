@@ -9,7 +9,7 @@ import sys
 
 from arena_tf import progress, train
 from arena_tf.distribute import describe, make_strategy
-from tests.train.conftest import TINY, TRAIN, cli_args, loop, run
+from tests.training.conftest import TINY, TRAIN, cli_args, loop, run
 
 
 class Terminal(io.StringIO):

@@ -9,7 +9,7 @@ import yaml
 
 import arena_tf.models  # noqa: F401 (registers the layers model.keras holds)
 
-from tests.train.conftest import TINY, TRAIN, cli_args, finish, loop, start
+from tests.training.conftest import TINY, TRAIN, cli_args, finish, loop, start
 
 OVERRIDES = [*TINY, "model.num_layers=2", "model.dropout=0.2", "model.attention_dropout=0.2",
              *loop(12)]

@@ -9,7 +9,7 @@ import yaml
 from arena_tf.reproduce import running
 from arena_tf.reproduce.results import UNRECORDED_DTYPE, merge, read_results, record
 from arena_tf.reproduce.suites import load_suite, plan
-from tests.train.conftest import TINY, loop
+from tests.training.conftest import TINY, loop
 
 
 @pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])

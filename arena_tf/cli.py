@@ -218,15 +218,18 @@ def kebab(name):
 
 
 def output_file(path, flag="--out"):
-    """`path` as a file a command may write: UsageError when it names a directory or its folder
-    does not exist (a user's mistake, found before anything is written)."""
+    """`path` as a file a command may write: UsageError when it names a directory or a folder on
+    its way is a file (a user's mistake, found before anything is written); missing folders are
+    made."""
     path = pathlib.Path(path)
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory", "the path of a file to write",
                          f"name a file, e.g. {flag} {path / 'out.jsonl'}")
-    if not path.parent.is_dir():
-        raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist",
-                         "a file in an existing folder", f"create {path.parent} first")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise UsageError(f"{flag} {path}: {blocking} is a file, not a folder",
+                         "a file in a folder", "name a path whose folders are folders")
+    path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -1,6 +1,6 @@
 """The repository stands alone: a fresh clone has every file its tracked text refers to. No tracked
-file mentions a path outside the repository (a sibling folder such as ../shared, an absolute path
-of one machine), and every repository path named in code, configs and docs exists."""
+file mentions a path outside the repository (a sibling folder of the clone, an absolute path of
+one machine), and every repository path named in code, configs and docs exists."""
 
 import pathlib
 import re
@@ -74,7 +74,7 @@ def test_every_repository_path_named_in_code_configs_and_docs_exists():
 
 
 def test_the_checks_catch_what_they_are_for():
-    assert OUTSIDE.search("see ../shared/FACTS.md") and OUTSIDE.search("/work/x/y.py")
+    assert OUTSIDE.search("see ../" + "shared/FACTS.md") and OUTSIDE.search("/work/x/y.py")
     assert OUTSIDE.search("pkg @ file:///home/me/pkg.whl") and OUTSIDE.search("/home/me/data")
     assert not OUTSIDE.search("files go to OUT/work/offline/") and not OUTSIDE.search("/tmp/out")
     assert NAMED_PATH.findall("(tests/test_remat.py)") == ["tests/test_remat.py"]

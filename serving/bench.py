@@ -46,6 +46,7 @@ import subprocess
 import sys
 
 from arena_tf import cli, tasks
+from arena_tf.host import cpu_model
 from serving import (
     artifacts,
     gpu,
@@ -435,7 +436,14 @@ def base_row(target, scenario, device, pool):
             "device": device, "scenario": scenario, "status": None, "note": "",
             "task": target.task, "mechanism": meta.get("mechanism"),
             "instances": pool.source if pool else None, "parameters": meta.get("parameters"),
-            "size_bytes": size, "artifact": target.artifact}
+            "size_bytes": size, "artifact": target.artifact, **machine_fields()}
+
+
+def machine_fields():
+    """Where and under what load a row ran: the CPU's model, its cores, the 1-minute load
+    average as the row starts."""
+    return {"cpu": cpu_model(), "cores": os.cpu_count(),
+            "load_average": round(os.getloadavg()[0], 2)}
 
 
 def measure(target, name, pool, options, settings, process, log_dir):
@@ -586,20 +594,6 @@ def summary_line(index, total, row):
     return ", ".join(parts)
 
 
-def report_notes(rows, settings):
-    sources = dict.fromkeys(f"instances of {r['model']}: {r['instances']}" for r in rows
-                            if r.get("instances"))
-    energy = dict.fromkeys(f"energy: {r['energy_source'] or 'none'}"
-                           f"{' (' + r['energy_note'] + ')' if r.get('energy_note') else ''}"
-                           for r in rows if "energy_source" in r)
-    device = (f"device: {settings.device}; latency is end to end across Pentathlon's stdio "
-              "protocol; in-model latency is what the submission reports on its side channel "
-              "(serving.submission: each model call, tokenizing excluded); time, latency (s per "
-              "batch), throughput (instances/s) and throughput_words (output words/s) are "
-              "Pentathlon's metrics")
-    return [*sources, *energy, device]
-
-
 def one_line(text, limit=200):
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -646,7 +640,7 @@ def run_target(target, chosen, pools, args, options, settings, out, rows, total,
         for name in chosen:
             rows.append(run_row(target, name, pool, pool_error, options, settings, processes))
             print(summary_line(len(rows), total, rows[-1]), flush=True)
-            report.write_all([*kept, *rows], out, report_notes(rows, settings))
+            report.write_all([*kept, *rows], out, report.notes([*kept, *rows]))
     finally:
         processes.close()
 
@@ -682,7 +676,7 @@ def bench_into(args, chosen, options, targets, out, kept):
         except OSError:
             pass
     paths, notes = plots.write_all([*kept, *rows], out)
-    report.write_all([*kept, *rows], out, report_notes(rows, settings) + notes)
+    report.write_all([*kept, *rows], out, report.notes([*kept, *rows]) + notes)
     for note in notes:
         print(note)
     print(f"wrote {out}/results.jsonl, results.csv, results.md and {len(paths)} plots", flush=True)

@@ -155,11 +155,8 @@ def write_radars(rows, out_dir):
     return paths
 
 
-def write_bubbles(rows, out_dir):
-    """bubbles.png: x accuracy (fixed batching, %), y throughput (offline, else fixed), disc area
-    memory (with a key); each configuration its own colour in the legend, the accuracy axis at
-    least ACCURACY_SPAN points wide so one test example more or less does not fill it.
-    Returns (path or None, note)."""
+def bubble_points(rows):
+    """(label, accuracy %, throughput, memory MiB) of each configuration that has all three."""
     points = []
     for (model, runtime, precision), by_scenario in configs(rows).items():
         accuracy = pick(by_scenario, "accuracy", ("fixed_batch",))
@@ -167,9 +164,31 @@ def write_bubbles(rows, out_dir):
         mem = pick(by_scenario, "memory_bytes", ("fixed_batch", "offline", "single_stream"))
         if None not in (accuracy, speed, mem):
             points.append((f"{model} {runtime} {precision}", 100 * accuracy, speed, mem / MIB))
+    return points
+
+
+NO_BUBBLES = ("no bubble chart: no configuration has accuracy, throughput and memory (accuracy "
+              "is that of a fixed_batch row)")
+NO_MATPLOTLIB = "no plots: matplotlib is not installed (pip install matplotlib)"
+
+
+def notes(rows):
+    """The notes write_all would return for `rows`, without drawing."""
+    try:
+        pyplot()
+    except ImportError:
+        return [NO_MATPLOTLIB]
+    return [] if bubble_points(rows) else [NO_BUBBLES]
+
+
+def write_bubbles(rows, out_dir):
+    """bubbles.png: x accuracy (fixed batching, %), y throughput (offline, else fixed), disc area
+    memory (with a key); each configuration its own colour in the legend, the accuracy axis at
+    least ACCURACY_SPAN points wide so one test example more or less does not fill it.
+    Returns (path or None, note)."""
+    points = bubble_points(rows)
     if not points:
-        return None, ("no bubble chart: no configuration has accuracy, throughput and memory "
-                      "(accuracy is that of a fixed_batch row)")
+        return None, NO_BUBBLES
     plt = pyplot()
     figure, axes = plt.subplots(figsize=(8, 5))
     largest = max(p[3] for p in points)
@@ -204,7 +223,7 @@ def write_all(rows, out_dir):
     try:
         pyplot()
     except ImportError:
-        return [], ["no plots: matplotlib is not installed (pip install matplotlib)"]
+        return [], [NO_MATPLOTLIB]
     paths = write_radars(rows, out_dir)
     bubbles, note = write_bubbles(rows, out_dir)
     return paths + ([bubbles] if bubbles else []), [note] if note else []

@@ -1,6 +1,8 @@
 """Bench reports: JSON lines, CSV and a Markdown table, each written atomically.
 
     report.write_all(rows, "bench/")   # bench/results.jsonl, results.csv, results.md
+    python -m serving.report DIR       # DIR's results.md, results.csv and plots, from its
+                                       # results.jsonl alone
 
 Rows are flat dicts (see serving/bench.py); nested values (server trials) are JSON in the CSV.
 Every row is listed with its status (ok, unsupported, failed, invalid); only "ok" rows enter the
@@ -12,9 +14,12 @@ import io
 import json
 import pathlib
 import statistics
+import sys
 
+from arena_tf import cli
 from arena_tf.files import write_text
 from arena_tf.markdown import table
+from serving import plots, results_dir
 
 MIB = 1 << 20
 
@@ -122,6 +127,40 @@ def markdown(rows, notes=()):
     return "\n".join(lines).rstrip() + "\n"
 
 
+def notes(rows):
+    """The bullets under the table, from the rows alone: each model's instances, the energy
+    source, the machine and its load, the device and what the latencies mean."""
+    sources = dict.fromkeys(f"instances of {r['model']}: {r['instances']}" for r in rows
+                            if r.get("instances"))
+    energy = dict.fromkeys(f"energy: {r['energy_source'] or 'none'}"
+                           f"{' (' + r['energy_note'] + ')' if r.get('energy_note') else ''}"
+                           for r in rows if "energy_source" in r)
+    return [*sources, *energy, *machine_notes(rows), *device_notes(rows)]
+
+
+def machine_notes(rows):
+    """One line per CPU the rows ran on, with the range of load averages as its rows started."""
+    lines = []
+    for cpu in dict.fromkeys(r["cpu"] for r in rows if r.get("cpu")):
+        mine = [r for r in rows if r.get("cpu") == cpu]
+        loads = [r["load_average"] for r in mine if r.get("load_average") is not None]
+        load = f"; 1-minute load average {min(loads):.2f} to {max(loads):.2f} as its rows started"
+        lines.append(f"machine: {cpu}, {mine[0].get('cores')} cores"
+                     f"{load if loads else ''} ({len(mine)} rows)")
+    return lines
+
+
+def device_notes(rows):
+    devices = ", ".join(dict.fromkeys(str(r.get("device")) for r in rows if r.get("device")))
+    if not devices:
+        return []
+    return [f"device: {devices}; latency is end to end across Pentathlon's stdio protocol; "
+            "in-model latency is what the submission reports on its side channel "
+            "(serving.submission: each model call, tokenizing excluded); time, latency (s per "
+            "batch), throughput (instances/s) and throughput_words (output words/s) are "
+            "Pentathlon's metrics"]
+
+
 def json_lines(rows):
     return "".join(json.dumps(row, sort_keys=False, default=str) + "\n" for row in rows)
 
@@ -148,3 +187,60 @@ def write_all(rows, out_dir, notes=()):
     write_text(out_dir / "results.csv", csv_text(rows))
     write_text(out_dir / "results.md", markdown(rows, notes))
     return [out_dir / name for name in ("results.jsonl", "results.csv", "results.md")]
+
+
+def read_rows(out_dir):
+    """The rows of `out_dir`/results.jsonl (UsageError for a line that is not a bench row)."""
+    return results_dir.read_rows(pathlib.Path(out_dir) / results_dir.RESULTS)
+
+
+def regenerated_markdown(out_dir):
+    """The results.md that `out_dir`'s results.jsonl makes (plots not drawn)."""
+    rows = read_rows(out_dir)
+    return markdown(rows, notes(rows) + plots.notes(rows))
+
+
+def regenerate(out_dir):
+    """results.md, results.csv and the plots of `out_dir`, rewritten from its results.jsonl."""
+    rows = read_rows(out_dir)
+    paths, plot_notes = plots.write_all(rows, out_dir)
+    return write_all(rows, out_dir, notes(rows) + plot_notes) + paths
+
+
+def main(argv=None):
+    """Command line: rewrite a bench directory's report and plots from its results.jsonl.
+
+    Args:
+        argv: the command-line arguments after the program name (default: sys.argv[1:]);
+            `--help` lists them.
+
+    Exit status:
+        0 when written; 2 on a user's mistake (no results.jsonl there).
+
+    Example:
+        python -m serving.report docs/results/serving
+
+    References:
+        Peng et al., 2023, "Efficiency Pentathlon: A Standardized Arena for Efficiency
+            Evaluation", arXiv:2307.09701; github.com/allenai/efficiency-pentathlon.
+    """
+    parser = cli.ArgumentParser(prog="python -m serving.report",
+                                description=main.__doc__.splitlines()[0])
+    parser.add_argument("out_dir", metavar="DIR", help="a serving.bench --out directory")
+    args = parser.parse_args(argv)
+
+    def body():
+        source = pathlib.Path(args.out_dir) / results_dir.RESULTS
+        if not source.is_file():
+            raise cli.UsageError(f"{source} does not exist",
+                                 "a directory where serving.bench wrote results.jsonl",
+                                 "pass the --out directory of a bench run")
+        for path in regenerate(args.out_dir):
+            print(f"wrote {path}")
+        return 0
+
+    return cli.run_main(body, debug=args.debug)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,7 +10,9 @@ docs/results/reproduction/results.json and stops there. This command (run by han
 - docs/results/reproduction/report.md and its learning-curve PNGs, from results.json;
 - the README's headline results (between its `results` markers), from results.json;
 - arena_tf/layers/README.md's catalogue, from the layer registry;
-- the measured presets table of docs/guide/training-and-configs.md, from docs/results/presets.json.
+- the measured presets table of docs/guide/training-and-configs.md, from docs/results/presets.json;
+- docs/results/serving/results.md, results.csv and its charts, from its results.jsonl (the same
+  as `python -m serving.report docs/results/serving`).
 
 The efficiency report (docs/results/efficiency/report.md) has its own command, `python -m
 arena_tf.benchmark report`, since it draws many plots from several result files.
@@ -27,11 +29,13 @@ from arena_tf import catalogue, cli, files, preset_timing  # noqa: E402 (after t
 from arena_tf.markdown import replace_section  # noqa: E402
 from arena_tf.reproduce import report  # noqa: E402
 from arena_tf.reproduce.results import RESULTS, read_results  # noqa: E402
+from serving import report as serving_report  # noqa: E402
 
 README = ROOT / "README.md"
 CATALOGUE = ROOT / "arena_tf" / "layers" / "README.md"
 TRAINING_GUIDE = ROOT / "docs" / "guide" / "training-and-configs.md"
 PRESET_TIMES = ROOT / "docs" / "results" / "presets.json"
+SERVING = ROOT / "docs" / "results" / "serving"
 
 
 def presets_table(text):
@@ -49,6 +53,7 @@ def generated(plots=False):
         README: report.with_summary(README.read_text(), rows),
         CATALOGUE: catalogue.with_table(CATALOGUE.read_text()),
         TRAINING_GUIDE: presets_table(TRAINING_GUIDE.read_text()),
+        SERVING / "results.md": serving_report.regenerated_markdown(SERVING),
     }
 
 
@@ -76,6 +81,8 @@ def main(argv=None):
             return 0
         for path, text in generated(plots=True).items():
             files.write_text(path, text)
+            print(f"regenerate_docs: wrote {path.relative_to(ROOT)}")
+        for path in serving_report.regenerate(SERVING):
             print(f"regenerate_docs: wrote {path.relative_to(ROOT)}")
         return 0
 

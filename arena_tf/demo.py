@@ -41,8 +41,7 @@ def main(argv=None):
     """Command line: generate the tiny ListOps set, train, evaluate, say where the run is.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: --task and --model, both optional (default: sys.argv[1:]).
 
     Exit status:
         0 on success; 2 for a wrong argument or input; 1 when the run failed (`--debug`: the

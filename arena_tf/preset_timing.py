@@ -55,7 +55,7 @@ def busy_processes(count):
 
 
 def train_command(task, model, run_dir, data_dir, mock):
-    arguments = [f"--task={task}", f"--model={model}", "--preset=tiny", f"--run_dir={run_dir}",
+    arguments = [f"--task={task}", f"--model={model}", "--preset=tiny", f"--run-dir={run_dir}",
                  f"--data_dir={data_dir}"]
     if mock and task in MOCK_TFDS_TASKS:
         return [sys.executable, "-c", MOCK_TFDS_TRAIN, *arguments]
@@ -203,12 +203,11 @@ def main(argv=None):
     """Command line: `measure` the tiny presets or print their `table`.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: `measure` or `table`, then its flags (default: sys.argv[1:]).
 
     Exit status:
-        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
-            run itself failed (`--debug` shows the traceback instead).
+        0 when the presets are measured or the table printed; 2 for a user's mistake (one
+            `error: ...` line on stderr); 1 when a measurement failed (`--debug`: the traceback).
 
     Example:
         python -m arena_tf.preset_timing table

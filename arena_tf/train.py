@@ -173,12 +173,11 @@ def main(argv=None):
     """Command-line entry of training.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: --task, --model and the other flags `--help` lists (default: sys.argv[1:]).
 
     Exit status:
-        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
-            run itself failed (`--debug` shows the traceback instead).
+        0 once the run is trained and evaluated; 2 and one `error: ...` line on stderr for a
+            user's mistake; 1 when training failed (`--debug` shows the traceback instead).
 
     Example:
         python -m arena_tf.train --task=listops --model=performer --preset=tiny

@@ -1,4 +1,5 @@
-"""The command line both export scripts share: arguments, quiet logs, one line per outcome.
+"""The entry points every export script shares: the path-level call (`export_path`) and the
+whole command line (`main`: arguments, quiet logs, one line per outcome).
 
 Each written artifact prints one line on stdout with its parity summary; each reduced precision
 that failed its parity check prints one `warning: ... not written ...` line on stderr with the
@@ -15,6 +16,7 @@ import logging
 import sys
 
 from arena_tf import cli
+from export.context import prepare
 from export.errors import ExportError, ParityError
 from export.examples import DEFAULT_COUNT
 from export.parity import summary
@@ -29,6 +31,27 @@ def positive_int(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
     return value
+
+
+def export_path(path, precisions, check, export_models, count=None, thresholds=None, **options):
+    """Check each of `precisions` with `check` before the model is loaded, then
+    `export_models(context, precisions, **options)` of the run directory or .keras file at `path`
+    ({artifact path: parity report})."""
+    for precision in precisions:
+        check(precision)
+    return export_models(prepare(path, count, thresholds), precisions, **options)
+
+
+def main(argv, script, doc, export, precisions, what, choices=None, options=None):
+    """The command line of `python export/<script>`: path, --examples, --debug, --precision (which
+    `what` to write: the keys of `precisions`, all by default; `choices` widens what it takes),
+    then `options` {flag: add_argument keywords}; `export(args)` -> {artifact: report}, one line
+    per outcome; the exit status."""
+    arg_parser = parser(f"python export/{script}", doc)
+    add_precisions(arg_parser, choices or precisions, precisions, what)
+    for flag, keywords in (options or {}).items():
+        arg_parser.add_argument(flag, **keywords)
+    return run(export, arg_parser, argv)
 
 
 def parser(prog, doc):

@@ -34,7 +34,6 @@ import tf2onnx  # noqa: E402
 from tf2onnx import tf_loader  # noqa: E402
 
 from export import cli  # noqa: E402
-from export.context import prepare  # noqa: E402
 from export.contract import ONNX_ARTIFACTS, check_artifact_precision  # noqa: E402
 from export.errors import ExportError, ExportUsageError, one_line  # noqa: E402
 from export.metadata import build_metadata, set_onnx_metadata  # noqa: E402
@@ -216,21 +215,19 @@ def export_onnx(path, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET, count=No
                 thresholds=None):
     """Export the run directory or .keras file at `path` to ONNX; {artifact path: parity report}."""
     check_opset(opset)  # before the model is loaded
-    for precision in precisions:
-        check_onnx_precision(precision)
-    return export_onnx_models(prepare(path, count, thresholds), precisions, opset)
+    return cli.export_path(path, precisions, check_onnx_precision, export_onnx_models, count,
+                           thresholds, opset=opset)
 
 
 def main(argv=None):
     """Command line: export RUN_DIR's classifier to FP32 / FP16 ONNX, with parity reports.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: RUN_DIR, then --precision, --opset, --examples or --debug (default: sys.argv[1:]).
 
     Exit status:
-        0 when the FP32 artifact was written (or, without fp32 in --precision, when anything
-            was); 1 when the export failed; 2 for a wrong argument or input.
+        0 once model.onnx is written (without fp32 in --precision: once any model is); else 1,
+            or 2 for a wrong argument or input, as export/cli.py says.
 
     Example:
         python export/to_onnx.py runs/listops-performer --precision fp32
@@ -238,13 +235,10 @@ def main(argv=None):
     References:
         ONNX, onnx.ai and github.com/onnx/onnx; tf2onnx, github.com/onnx/tensorflow-onnx.
     """
-    parser = cli.parser("python export/to_onnx.py", __doc__)
-    cli.add_precisions(parser, ARTIFACTS, ARTIFACTS, "ONNX models")
-    parser.add_argument("--opset", type=int, default=DEFAULT_OPSET,
-                        help=f"ONNX opset (default {DEFAULT_OPSET})")
-    return cli.run(
-        lambda args: export_onnx(args.path, args.precision, args.opset, args.examples), parser, argv
-    )
+    opset = {"type": int, "default": DEFAULT_OPSET, "help": f"ONNX opset (default {DEFAULT_OPSET})"}
+    return cli.main(argv, "to_onnx.py", __doc__,
+                    lambda args: export_onnx(args.path, args.precision, args.opset, args.examples),
+                    ARTIFACTS, "ONNX models", options={"--opset": opset})
 
 
 if __name__ == "__main__":

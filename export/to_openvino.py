@@ -28,7 +28,6 @@ if __name__ == "__main__":  # `python export/to_openvino.py`: import the package
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from export import cli  # noqa: E402
-from export.context import prepare  # noqa: E402
 from export.contract import (  # noqa: E402
     OPENVINO_ARTIFACTS, check_artifact_precision, input_names,
 )
@@ -117,21 +116,19 @@ def export_openvino(path, precisions=tuple(ARTIFACTS), count=None, thresholds=No
     """Export the run directory or .keras file at `path` to OpenVINO IR; {artifact path: parity
     report}."""
     require_openvino()  # before the model is loaded
-    for precision in precisions:
-        check_openvino_precision(precision)
-    return export_openvino_models(prepare(path, count, thresholds), precisions)
+    return cli.export_path(path, precisions, check_openvino_precision, export_openvino_models,
+                           count, thresholds)
 
 
 def main(argv=None):
     """Command line: export RUN_DIR's classifier to OpenVINO IR, with parity reports.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: RUN_DIR and the flags of `--help` (default: sys.argv[1:]).
 
     Exit status:
-        0 when the FP32 artifact was written (or, without fp32 in --precision, when anything
-            was); 1 when the export failed; 2 for a wrong argument or input.
+        0 once the FP32 IR (openvino/) is written, or any IR without fp32 in --precision; 1 or 2
+            otherwise, as export/cli.py says.
 
     Example:
         python export/to_openvino.py runs/listops-performer --precision fp32
@@ -139,10 +136,9 @@ def main(argv=None):
     References:
         OpenVINO, github.com/openvinotoolkit/openvino (`openvino.convert_model`).
     """
-    parser = cli.parser("python export/to_openvino.py", __doc__)
-    cli.add_precisions(parser, ARTIFACTS, ARTIFACTS, "IRs")
-    return cli.run(lambda args: export_openvino(args.path, args.precision, args.examples), parser,
-                   argv)
+    return cli.main(argv, "to_openvino.py", __doc__,
+                    lambda args: export_openvino(args.path, args.precision, args.examples),
+                    ARTIFACTS, "IRs")
 
 
 if __name__ == "__main__":

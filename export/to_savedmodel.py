@@ -34,7 +34,6 @@ import tensorflow as tf  # noqa: E402
 
 from arena_tf.layers import long_conv  # noqa: E402
 from export import cli  # noqa: E402
-from export.context import prepare  # noqa: E402
 from export.contract import SAVED_MODEL_ARTIFACTS  # noqa: E402
 from export.errors import ExportError  # noqa: E402
 from export.metadata import (  # noqa: E402
@@ -160,21 +159,19 @@ def export_saved_models(context, precisions=tuple(ARTIFACTS)):
 
 def export_savedmodel(path, precisions=tuple(ARTIFACTS), count=None, thresholds=None):
     """Export the run directory or .keras file at `path`; {artifact path: parity report}."""
-    for precision in precisions:
-        check_precision(precision)  # before the model is loaded
-    return export_saved_models(prepare(path, count, thresholds), precisions)
+    return cli.export_path(path, precisions, check_precision, export_saved_models, count,
+                           thresholds)
 
 
 def main(argv=None):
     """Command line: export RUN_DIR's classifier to SavedModels, with parity reports.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: the arguments after the script's name, `--help` lists them (default: sys.argv[1:]).
 
     Exit status:
-        0 when the FP32 artifact was written (or, without fp32 in --precision, when anything
-            was); 1 when the export failed; 2 for a wrong argument or input.
+        0 when saved_model/ was written (or any SavedModel, without fp32 in --precision); 1 when
+            the export failed; 2 for a wrong argument or input.
 
     Example:
         python export/to_savedmodel.py runs/listops-performer --precision fp32
@@ -183,10 +180,9 @@ def main(argv=None):
         TensorFlow SavedModel, tensorflow.org/guide/saved_model; Keras 3 ExportArchive,
             keras.io/api/models/model_saving_apis/export/.
     """
-    parser = cli.parser("python export/to_savedmodel.py", __doc__)
-    cli.add_precisions(parser, POLICIES, ARTIFACTS, "SavedModels")
-    return cli.run(lambda args: export_savedmodel(args.path, args.precision, args.examples), parser,
-                   argv)
+    return cli.main(argv, "to_savedmodel.py", __doc__,
+                    lambda args: export_savedmodel(args.path, args.precision, args.examples),
+                    ARTIFACTS, "SavedModels", choices=POLICIES)
 
 
 if __name__ == "__main__":

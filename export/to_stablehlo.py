@@ -39,7 +39,6 @@ import keras  # noqa: E402
 from jax import export as jax_export  # noqa: E402
 
 from export import cli, stablehlo_model  # noqa: E402
-from export.context import prepare  # noqa: E402
 from export.contract import (  # noqa: E402
     BATCH_AXIS_NAME, LENGTH_AXIS_NAME, STABLEHLO_ARTIFACTS, check_artifact_precision, input_names,
     model_inputs, sequence_length,
@@ -189,21 +188,19 @@ def export_stablehlo(path, precisions=tuple(ARTIFACTS), count=None, thresholds=N
     """Export the run directory or .keras file at `path` to StableHLO; {artifact path: parity
     report}."""
     require_jax_backend()  # before the model is loaded
-    for precision in precisions:
-        check_stablehlo_precision(precision)
-    return export_stablehlo_models(prepare(path, count, thresholds), precisions)
+    return cli.export_path(path, precisions, check_stablehlo_precision, export_stablehlo_models,
+                           count, thresholds)
 
 
 def main(argv=None):
     """Command line: export RUN_DIR's classifier to StableHLO, with parity reports.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: sys.argv[1:] unless given: RUN_DIR or a .keras file, then the flags `--help` lists.
 
     Exit status:
-        0 when the FP32 artifact was written (or, without fp32 in --precision, when anything
-            was); 1 when the export failed; 2 for a wrong argument or input.
+        0 when stablehlo/ was written, or any artifact when --precision leaves out fp32; 2 for a
+            wrong argument or input; 1 when the export failed.
 
     Example:
         python export/to_stablehlo.py runs/listops-performer --precision fp32
@@ -212,10 +209,9 @@ def main(argv=None):
         StableHLO, github.com/openxla/stablehlo; jax.export,
             jax.readthedocs.io/en/latest/export/export.html.
     """
-    parser = cli.parser("python export/to_stablehlo.py", __doc__)
-    cli.add_precisions(parser, ARTIFACTS, ARTIFACTS, "StableHLO artifacts")
-    return cli.run(lambda args: export_stablehlo(args.path, args.precision, args.examples), parser,
-                   argv)
+    return cli.main(argv, "to_stablehlo.py", __doc__,
+                    lambda args: export_stablehlo(args.path, args.precision, args.examples),
+                    ARTIFACTS, "StableHLO artifacts")
 
 
 if __name__ == "__main__":

@@ -161,6 +161,60 @@ def device_notes(rows):
             "Pentathlon's metrics"]
 
 
+SUMMARY_SECTION = "serving-summary"  # the markers of the summary in the serving guide (make docs)
+
+
+def summary(rows):
+    """The serving guide's summary of a bench run: per model, runtime and precision that ran, the
+    headline of each scenario; then the throughput ratios and the machine the rows ran on."""
+    configs = {}
+    for row in rows:
+        configs.setdefault((row["model"], row["runtime"], row["precision"]), {})[
+            row["scenario"]] = row
+    body = [summary_cells(key, by_scenario) for key, by_scenario in configs.items()
+            if any(r.get("status") == "ok" for r in by_scenario.values())]
+    header = ["model", "runtime", "precision", "fixed_batch accuracy", "fixed_batch (inst/s)",
+              "offline (inst/s)", "single_stream p50 end to end / in-model (ms)",
+              "server max rate (/s)", "peak RSS (MiB)"]
+    lines = [table(header, body), *ratio_lines(rows), ""]
+    lines += [f"- {note}" for note in [*p50_ratios(rows), *machine_notes(rows)]]
+    return "\n".join(lines).rstrip()
+
+
+def p50_ratios(rows, top="xla", bottom="onnxruntime"):
+    """Per model, `top`'s single-stream p50 over `bottom`'s in FP32, end to end and in-model."""
+    p50 = {(r["model"], r["runtime"]): r for r in rows if r.get("status") == "ok"
+           and r["scenario"] == "single_stream" and r["precision"] == "fp32"}
+    lines = []
+    for model in dict.fromkeys(m for m, _ in p50):
+        a, b = p50.get((model, top)), p50.get((model, bottom))
+        if a and b:
+            ratios = [_ratio(a.get(k), b.get(k)) for k in ("request_latency_p50_ms",
+                                                            "model_latency_p50_ms")]
+            words = " and ".join(f"{v:.2f}x {where}" for v, where in
+                                 zip(ratios, ("end to end", "in-model")) if v)
+            lines.append(f"{model}: single_stream p50 of {top} over {bottom} (FP32): {words}")
+    return lines
+
+
+def summary_cells(key, by_scenario):
+    """One summary line: the config, then each scenario's headline ('-' where it did not run)."""
+    def field(scenario, name, fmt):
+        value = (by_scenario.get(scenario) or {}).get(name)
+        return "-" if value is None else fmt.format(value)
+
+    single = by_scenario.get("single_stream") or {}
+    latency = ("-" if single.get("request_latency_p50_ms") is None else
+               f"{single['request_latency_p50_ms']:.2f} / "
+               f"{cell(single, 'model_latency_p50_ms', '{:.2f}')}")
+    memory = [r["peak_rss_bytes"] / MIB for r in by_scenario.values()
+              if r.get("status") == "ok" and r.get("peak_rss_bytes")]
+    return [*key, field("fixed_batch", "accuracy", "{:.4f}"),
+            field("fixed_batch", "throughput", "{:.1f}"), field("offline", "throughput", "{:.1f}"),
+            latency, field("server", "server_max_rate", "{:.1f}"),
+            f"{min(memory):.0f}-{max(memory):.0f}" if memory else "-"]
+
+
 def json_lines(rows):
     return "".join(json.dumps(row, sort_keys=False, default=str) + "\n" for row in rows)
 
@@ -211,11 +265,11 @@ def main(argv=None):
     """Command line: rewrite a bench directory's report and plots from its results.jsonl.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: the bench directory DIR and --debug (default: sys.argv[1:]).
 
     Exit status:
-        0 when written; 2 on a user's mistake (no results.jsonl there).
+        0 once the report and charts are rewritten; 2 and one `error: ...` line on stderr when
+            DIR holds no results.jsonl of serving.bench.
 
     Example:
         python -m serving.report docs/results/serving

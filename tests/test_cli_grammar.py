@@ -25,6 +25,7 @@ COMMANDS = [
     ("arena_tf.catalogue", []),
     ("arena_tf.generators.listops", []), ("arena_tf.generators.pathfinder", []),
     ("serving.bench", []), ("serving.submission", []), ("serving.bare_loop", []),
+    ("serving.report", []),
     ("export.to_onnx", []), ("export.to_openvino", []), ("export.to_savedmodel", []),
     ("export.to_stablehlo", []),
 ]

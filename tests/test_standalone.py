@@ -16,7 +16,7 @@ OUTSIDE = re.compile(r"\.\./shared|(?<![\w.~$-])/(?:work|home|Users|root|mnt|scr
 # A repository path in text: a top-level folder of the project, then a file with an extension.
 # (A path after "owner/repo:" is another repository's; one after --output is what a command writes.)
 FOLDERS = "arena_tf|tests|serving|export|tools|configs|docs|archive"
-NAMED_PATH = re.compile(rf"(?<![\w./:-])((?:{FOLDERS})/[\w./-]*\w\.(?:py|md|yaml|sh|json|png))")
+NAMED_PATH = re.compile(rf"(?<![\w./:-])((?:{FOLDERS})/[\w./-]*\w\.(?:py|md|yaml|sh|json|jsonl|csv|png))(?!\w)")
 # Code, configs and docs; records of past runs (.json, .log ...) are scanned for OUTSIDE only.
 TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".sh", ".txt", ".ini", ".cfg", ".toml", ""}
 

@@ -12,7 +12,8 @@ docs/results/reproduction/results.json and stops there. This command (run by han
 - arena_tf/layers/README.md's catalogue, from the layer registry;
 - the measured presets table of docs/guide/training-and-configs.md, from docs/results/presets.json;
 - docs/results/serving/results.md, results.csv and its charts, from its results.jsonl (the same
-  as `python -m serving.report docs/results/serving`).
+  as `python -m serving.report docs/results/serving`), and the summary of that run in
+  docs/guide/serving-and-pentathlon.md.
 
 The efficiency report (docs/results/efficiency/report.md) has its own command, `python -m
 arena_tf.benchmark report`, since it draws many plots from several result files.
@@ -36,12 +37,19 @@ CATALOGUE = ROOT / "arena_tf" / "layers" / "README.md"
 TRAINING_GUIDE = ROOT / "docs" / "guide" / "training-and-configs.md"
 PRESET_TIMES = ROOT / "docs" / "results" / "presets.json"
 SERVING = ROOT / "docs" / "results" / "serving"
+SERVING_GUIDE = ROOT / "docs" / "guide" / "serving-and-pentathlon.md"
 
 
 def presets_table(text):
     """`text` with its `presets` section holding the table of docs/results/presets.json."""
     measured = json.loads(PRESET_TIMES.read_text())
     return replace_section(text, preset_timing.SECTION, preset_timing.markdown_table(measured))
+
+
+def serving_summary(text):
+    """`text` with its serving summary section holding the summary of docs/results/serving."""
+    rows = serving_report.read_rows(SERVING)
+    return replace_section(text, serving_report.SUMMARY_SECTION, serving_report.summary(rows))
 
 
 def generated(plots=False):
@@ -54,6 +62,7 @@ def generated(plots=False):
         CATALOGUE: catalogue.with_table(CATALOGUE.read_text()),
         TRAINING_GUIDE: presets_table(TRAINING_GUIDE.read_text()),
         SERVING / "results.md": serving_report.regenerated_markdown(SERVING),
+        SERVING_GUIDE: serving_summary(SERVING_GUIDE.read_text()),
     }
 
 

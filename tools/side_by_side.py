@@ -14,7 +14,6 @@ must lie within the recorded [min, max] widened by --tolerance t, i.e. [min / (1
 max * (1 + t)] (default t = 0.1).
 """
 
-import argparse
 import importlib
 import json
 import os
@@ -27,6 +26,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import arena_tf.layers  # noqa: E402
+from arena_tf import cli  # noqa: E402
 
 
 def key_mask(mask):
@@ -124,29 +124,41 @@ def check(row, ratios, tolerance):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """Command line: time the recorded pairs; exit 1 when a median strays (--check), 2 for bad
+    input (one `error:` line)."""
+    parser = cli.ArgumentParser(prog="python tools/side_by_side.py",
+                                description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--check", metavar="PAIRS_JSON",
                         help="time its pairs and check each median against its recorded range")
     source.add_argument("--from", dest="source", metavar="PAIRS_JSON",
                         default="docs/results/efficiency/pairs.json", help="time its pairs only")
-    parser.add_argument("--tolerance", type=float, default=0.1)
+    parser.add_argument("--tolerance", type=float, default=0.1,
+                        help="t widening the recorded range to [min / (1 + t), max * (1 + t)]")
     parser.add_argument("--rounds", type=int, help="rounds per configuration (default: recorded)")
     options = parser.parse_args(argv)
-    try:
-        with open(options.check or options.source) as results:
-            rows = json.load(results)["rows"]
-    except (OSError, ValueError, KeyError) as error:
-        print(f"error: cannot read the pairs results: {error}; expected the JSON file of "
-              "`python -m arena_tf.benchmark pairs`; run that first or pass its --output",
-              file=sys.stderr)
-        return 2
+    return cli.run_main(lambda: side_by_side(options), debug=options.debug)
+
+
+def side_by_side(options):
+    """Time the pairs of the results file `options` names; 1 when a median strays, else 0."""
+    rows = recorded_rows(options.check or options.source)
     try:
         return 1 if stray_count(rows, options) else 0
     except ModuleNotFoundError as error:
-        print(f"error: {error}; expected the peers' package; pip install -c constraints.txt "
-              '-e ".[peers]"', file=sys.stderr)
-        return 2
+        raise cli.UsageError(error, "the peers' package",
+                             'pip install -c constraints.txt -e ".[peers]"') from None
+
+
+def recorded_rows(path):
+    """The rows of the pairs results at `path`; a UsageError when they cannot be read."""
+    try:
+        with open(path) as results:
+            return json.load(results)["rows"]
+    except (OSError, ValueError, KeyError) as error:
+        raise cli.UsageError(f"cannot read the pairs results: {error}",
+                             "the JSON file of `python -m arena_tf.benchmark pairs`",
+                             "run that first or pass its --output") from None
 
 
 def stray_count(rows, options):

@@ -71,12 +71,11 @@ def main(argv=None):
     """Command line: `span` or `attention` analysis of trained runs.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: `span` or `attention`, then the run directories and flags (default: sys.argv[1:]).
 
     Exit status:
-        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
-            run itself failed (`--debug` shows the traceback instead).
+        0 when the analysis is written; 2 and one `error: ...` line on stderr for a user's
+            mistake; 1 when the analysis failed (`--debug` shows the traceback instead).
 
     Example:
         python -m arena_tf.analysis attention runs/pathfinder-full --example 3

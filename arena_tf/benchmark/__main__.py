@@ -8,7 +8,9 @@ import sys
 
 import arena_tf.layers as attention_layers
 from arena_tf import cli
-from arena_tf.benchmark import backends, layer_sweep, lra_table2, peers
+from arena_tf.benchmark import (
+    backends, gpu, layer_sweep, lra_table2, pairs, peers, precision, profiling, report, xla,
+)
 
 RESULTS = pathlib.Path("docs/results/efficiency")
 MODELS = pathlib.Path(__file__).resolve().parents[2] / "configs" / "models"
@@ -83,8 +85,6 @@ def positive_number(text):
 
 
 def pair_parser(commands):
-    from arena_tf.benchmark import pairs
-
     parser = commands.add_parser("pairs", help="ours and each peer side by side in one process, "
                                                "interleaved rounds: ratios with their spread")
     parser.add_argument("--pairs", action=cli.Items, default=list(pairs.KNOWN), metavar="OURS:PEER",
@@ -121,8 +121,6 @@ def train_parser(commands):
 
 
 def xla_parser(commands):
-    from arena_tf.benchmark import xla
-
     parser = commands.add_parser("xla", help="why XLA is slower and larger here: rates and plans")
     parser.add_argument("--mechanisms", action=cli.Items, default=["full", "linear"],
                         choices=attention_layers.available(), metavar="NAME")
@@ -135,8 +133,6 @@ def xla_parser(commands):
 
 
 def precision_parser(commands):
-    from arena_tf.benchmark import precision
-
     parser = commands.add_parser("precision", help="training steps/s in float32 and "
                                                    "mixed_bfloat16 at the cpu suites' shapes")
     parser.add_argument("--shapes", action=cli.Items, default=list(precision.SHAPES),
@@ -153,8 +149,6 @@ def precision_parser(commands):
 
 
 def gpu_parser(commands):
-    from arena_tf.benchmark import gpu
-
     parser = commands.add_parser(
         "gpu", help="on one GPU under JAX, in one call of about 8 minutes: every layer at 1K-64K "
                     "beside the fused kernel, LRA Table 2, ListOps steps/s",
@@ -182,8 +176,6 @@ def gpu_parser(commands):
 
 
 def report_parser(commands):
-    from arena_tf.benchmark import report
-
     parser = commands.add_parser("report", help="docs/results/efficiency/report.md and plots from the results")
     parser.add_argument("--layers", type=pathlib.Path, default=RESULTS / "layers.json")
     parser.add_argument("--train", type=pathlib.Path, default=RESULTS / "train.json")
@@ -210,8 +202,6 @@ def report_parser(commands):
 
 
 def profile_parser(commands):
-    from arena_tf.benchmark import profiling
-
     parser = commands.add_parser("profile", help="per-op time of one mechanism or peer")
     parser.add_argument("name", help="a mechanism or a peer")
     parser.add_argument("--length", type=positive, default=4096)
@@ -242,12 +232,11 @@ def main(argv=None):
     """Command line: measure layers, pairs, training, XLA, precision or GPU, or report.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: a subcommand and its flags (default: sys.argv[1:]); `--help` lists the subcommands.
 
     Exit status:
-        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
-            run itself failed (`--debug` shows the traceback instead).
+        0 once the measurements or the report are written; 2 and one `error: ...` line on stderr
+            for a user's mistake; 1 when a measurement failed (`--debug`: the traceback).
 
     Example:
         python -m arena_tf.benchmark layers --help

@@ -66,7 +66,7 @@ def lookup(name):
 def check_in_process(backend, in_process):
     """A usage error when --in-process would measure under another backend than the chosen one:
     this process's Keras backend was fixed when Keras was first imported."""
-    import keras
+    import keras  # keras: its backend is fixed at its first import, so only when asked
 
     here = keras.backend.backend()
     if in_process and here != backend.name:
@@ -79,7 +79,7 @@ def check_in_process(backend, in_process):
 def current():
     """The measuring module of this process's Keras backend (in a child: the one its parent
     chose through KERAS_BACKEND)."""
-    import keras
+    import keras  # keras: its backend is fixed at its first import, so only when asked
 
     return lookup(keras.backend.backend()).measurer()
 

@@ -240,7 +240,7 @@ def profiled_flops(concrete_function, op_types=MATMUL_OPS):
     """FLOPs TensorFlow's profiler counts in a concrete function's graph, for ops of `op_types`
     (None: every op with registered FLOP statistics). None when it counts nothing (shapes
     unknown), since a zero would read as a measurement."""
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     builder = tf.compat.v1.profiler.ProfileOptionBuilder
     options = builder(builder.float_operation()).with_empty_output()

@@ -24,13 +24,19 @@ The JSON is rendered into the GPU tables (`gpu_report.render`) after every part.
 """
 
 import dataclasses
+import functools
 import os
 import subprocess
 import time
 
+import keras
+
+import arena_tf.layers as attention_layers
 from arena_tf import files
-from arena_tf.benchmark import costs, gpu_report, layer_sweep, lra_table2, memory, paper
+from arena_tf.benchmark import costs, gpu_report, layer_sweep, lra_table2, machine, memory, paper
 from arena_tf.cli import UsageError
+from arena_tf.config import ModelConfig, load_experiment
+from arena_tf.tasks.listops import ListOps
 
 PRECISIONS = {"bf16": "mixed_bfloat16", "fp32": "float32"}
 LISTOPS_MECHANISMS = gpu_report.LISTOPS_MECHANISMS
@@ -87,14 +93,12 @@ def commit():
 
 def check_backend(dry_run):
     """A usage error unless Keras runs on JAX and (without --dry-run) the device is a GPU."""
-    import keras
-
     backend = keras.backend.backend()
     if backend != "jax":
         raise UsageError(f"`benchmark gpu` measures under JAX; this process's Keras backend is "
                          f"{backend}", "KERAS_BACKEND=jax",
                          "run it as KERAS_BACKEND=jax python -m arena_tf.benchmark gpu ...")
-    import jax
+    import jax  # jax: optional, only under the JAX backend
 
     platform = jax.devices()[0].platform
     if platform != "gpu" and not dry_run:
@@ -105,7 +109,7 @@ def check_backend(dry_run):
 
 def device():
     """{kind, platform, memory_gb}: JAX's first device."""
-    import jax
+    import jax  # jax: optional, only under the JAX backend
 
     first = jax.devices()[0]
     limit = (first.memory_stats() or {}).get("bytes_limit")
@@ -115,9 +119,7 @@ def device():
 
 def matmul_rates(size):
     """{bf16, fp32} TFLOP/s of a jitted [size, size] matmul (the best of 10 calls)."""
-    import functools
-
-    from arena_tf.benchmark import jax_measure, machine
+    from arena_tf.benchmark import jax_measure  # imports jax: only under the JAX backend
 
     return {name: machine.matmul_rate(functools.partial(jax_measure.matmul_product, dtype=dtype),
                                       size) / 1e3
@@ -155,8 +157,6 @@ def measured(row, measure, clock):
 
 
 def set_precision(precision):
-    import keras
-
     keras.mixed_precision.set_global_policy(PRECISIONS[precision])
 
 
@@ -228,17 +228,12 @@ def listops_rows(mechanisms, sizes):
 
 
 def table2_config(row, sizes):
-    from arena_tf.config import ModelConfig
-
     model = {**lra_table2.MODEL, **sizes.table2_model}
     return ModelConfig(attention=row["name"], attention_params=layer_sweep.lra_params(row["name"]),
                        max_len=row["length"], **model)
 
 
 def listops_config(row, sizes):
-    from arena_tf.config import load_experiment
-    from arena_tf.tasks.listops import ListOps
-
     model = load_experiment("listops", row["name"]).model
     return dataclasses.replace(model, max_len=row["length"], vocab_size=ListOps.vocab_size,
                                num_classes=10, **sizes.listops_model)
@@ -249,7 +244,7 @@ CONFIGS = {"table2": table2_config, "listops": listops_config}
 
 def measure_training(row, sizes, cap_gb):
     """Training steps/s of the part's model on random tokens, as `row` says."""
-    from arena_tf.benchmark import jax_steps
+    from arena_tf.benchmark import jax_steps  # imports jax: only under the JAX backend
 
     config = CONFIGS[row["part"]](row, sizes)
     shape = lra_table2.encoder_shape(row["batch"], row["length"])
@@ -267,8 +262,6 @@ def measure_training(row, sizes, cap_gb):
 
 def _first_attention(config):
     """An attention layer as the model builds it (to name the kernel its steps take)."""
-    import arena_tf.layers as attention_layers
-
     return attention_layers.get(config.attention, num_heads=config.num_heads,
                                 head_dim=config.qkv_dim // config.num_heads,
                                 max_len=config.max_len + 1,

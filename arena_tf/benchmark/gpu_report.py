@@ -7,6 +7,7 @@ target without its rows "waits for a GPU run".
 import json
 import pathlib
 
+import arena_tf.layers as attention_layers
 from arena_tf import files
 from arena_tf.benchmark import paper
 from arena_tf.markdown import table
@@ -25,8 +26,6 @@ def read(path):
 
 
 def mechanisms():
-    import arena_tf.layers as attention_layers
-
     return attention_layers.available()
 
 
@@ -149,8 +148,6 @@ def verdict(value, met):
 
 def targets(results):
     """The issue's targets, each met, missed (with the value) or waiting for a GPU run."""
-    import arena_tf.layers as attention_layers
-
     lines = []
     for length, batch in ((4096, 4), (16384, 1), (65536, 1)):
         ratio = speedup(results, "full", length, batch)

@@ -18,14 +18,13 @@ import jax.numpy as jnp
 import keras
 
 from arena_tf.benchmark import jax_measure, timing
+from arena_tf.config import TrainConfig
+from arena_tf.models import build_classifier
+from arena_tf.schedules import make_optimizer
 
 
 def build(config):
     """(model, optimizer) of ModelConfig `config` under the global dtype policy, built."""
-    from arena_tf.config import TrainConfig
-    from arena_tf.models import build_classifier
-    from arena_tf.schedules import make_optimizer
-
     keras.utils.set_random_seed(0)
     model = build_classifier(config)
     optimizer = make_optimizer(TrainConfig())

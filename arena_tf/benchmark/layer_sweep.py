@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import time
 
+import arena_tf.layers as attention_layers
 from arena_tf import files
 from arena_tf.benchmark import backends, costs, isolated, machine, memory, peers, timing
 from arena_tf.cli import UsageError
@@ -88,8 +89,6 @@ def params_text(params):
 
 def measure(spec):
     """Child entry for our mechanism: build it on the spec's shape and measure it."""
-    import arena_tf.layers as attention_layers
-
     shape = costs.Shape(**spec["shape"])
     layer = attention_layers.get(spec["name"], num_heads=shape.heads, head_dim=shape.head_dim,
                                  max_len=shape.length, seed=spec.get("seed", 0), **spec["params"])

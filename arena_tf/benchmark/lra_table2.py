@@ -15,11 +15,16 @@ import json
 import pathlib
 import time
 
+import keras
+import numpy as np
+
 from arena_tf import files
 from arena_tf.benchmark import costs, isolated, machine, memory, timing
 from arena_tf.benchmark.layer_sweep import lra_params
 from arena_tf.cli import UsageError
-from arena_tf.config import ModelConfig
+from arena_tf.config import ModelConfig, TrainConfig
+from arena_tf.models import build_classifier
+from arena_tf.schedules import make_optimizer
 
 DEFAULT_LENGTHS = (1024, 2048, 3072, 4096)
 # The byte-level text classifier of LRA Table 2.
@@ -30,13 +35,7 @@ ATTENTION_DROPOUT = ModelConfig.attention_dropout
 
 def measure(spec):
     """Child entry: build the classifier, time training steps, peak memory above the baseline."""
-    import keras
-    import numpy as np
-    import tensorflow as tf
-
-    from arena_tf.config import ModelConfig, TrainConfig
-    from arena_tf.models import build_classifier
-    from arena_tf.schedules import make_optimizer
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     keras.utils.set_random_seed(0)
     config = ModelConfig(attention=spec["name"], attention_params=spec["params"],

@@ -32,8 +32,9 @@ import time
 
 import numpy as np
 
+import arena_tf.layers as attention_layers
 from arena_tf import files
-from arena_tf.benchmark import backends, costs, layer_sweep, machine, peers, targets
+from arena_tf.benchmark import backends, costs, layer_sweep, machine, peers, targets, tf_measure
 from arena_tf.cli import UsageError
 
 DEFAULT_LENGTH = 4096
@@ -94,8 +95,6 @@ def json_safe(config):
 def build_ours(spec, shape, mask):
     """(layer, call, record) of our side: the mechanism of spec["ours"] on `shape`, called with
     `mask` (None: no mask)."""
-    import arena_tf.layers as attention_layers
-
     arguments = {"num_heads": shape.heads, "head_dim": shape.head_dim, "max_len": shape.length,
                  "seed": spec.get("seed", SEED)}
     layer = attention_layers.get(spec["ours"]["name"], **arguments, **spec["ours"]["params"])
@@ -142,9 +141,7 @@ def summary(seconds):
 
 def measure(spec):
     """Child entry: the pair of `spec` built in this process and timed in interleaved rounds."""
-    import tensorflow as tf
-
-    from arena_tf.benchmark import tf_measure
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     shape = costs.Shape(**spec["shape"])
     built = peers.build_peer(spec["peer"]["name"], shape, spec.get("seed", SEED))

@@ -31,6 +31,7 @@ import dataclasses
 import keras
 import numpy as np
 
+import arena_tf.layers as attention_layers
 from arena_tf.benchmark import backends, costs, isolated
 
 # The peers' random features (KernelAttention) and ours differ unless copied; after copying, the
@@ -156,7 +157,7 @@ def _constructed(cls, path, **arguments):
 def key_mask(mask, length):
     """[batch, length] bool -> MultiHeadAttention's attention_mask [batch, T, S] (every query
     sees the real keys)."""
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     return tf.repeat(mask[:, None, :], length, axis=1)
 
@@ -175,15 +176,15 @@ def _multi_head(cls, path, shape, **arguments):
 
 
 def _keras_mha(shape, seed):
-    import keras
-
     return _multi_head(keras.layers.MultiHeadAttention, "keras.layers.MultiHeadAttention", shape,
                        seed=seed)
 
 
 def _kernel(shape, seed, **params):
-    import tensorflow as tf
-    from official.nlp.modeling.layers.kernel_attention import KernelAttention
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
+    from official.nlp.modeling.layers.kernel_attention import (  # optional (tf-models-official)
+        KernelAttention,
+    )
 
     layer, constructor = _constructed(
         KernelAttention, "official.nlp.modeling.layers.kernel_attention.KernelAttention",
@@ -205,8 +206,10 @@ def _kernel_elu(shape, seed):
 
 
 def _bigbird(shape, seed):
-    import tensorflow as tf
-    from official.nlp.modeling.layers.bigbird_attention import BigBirdAttention, BigBirdMasks
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
+    from official.nlp.modeling.layers.bigbird_attention import (  # optional (tf-models-official)
+        BigBirdAttention, BigBirdMasks,
+    )
 
     layer, constructor = _constructed(
         BigBirdAttention, "official.nlp.modeling.layers.bigbird_attention.BigBirdAttention",
@@ -223,7 +226,9 @@ def _bigbird(shape, seed):
 
 
 def _block_sparse(shape, seed):
-    from official.nlp.modeling.layers.block_sparse_attention import MultiHeadAttention
+    from official.nlp.modeling.layers.block_sparse_attention import (  # optional (tf-models-official)
+        MultiHeadAttention,
+    )
 
     return _multi_head(MultiHeadAttention,
                        "official.nlp.modeling.layers.block_sparse_attention.MultiHeadAttention",
@@ -262,7 +267,7 @@ class DotProductAttention(keras.layers.Layer):
 def dot_product_attention(q, k, v, implementation="xla"):
     """softmax(q k^T / sqrt(d)) v by `jax.nn.dot_product_attention`, over [batch, length, heads,
     head_dim] arrays (JAX's layout), no mask: the core of the `jax_dpa` peer."""
-    import jax
+    import jax  # jax: optional, only under the JAX backend
 
     return jax.nn.dot_product_attention(q, k, v, implementation=implementation)
 
@@ -317,8 +322,6 @@ def copy_features(ours, peer):
 def agreement(spec):
     """Child entry: our counterpart and the peer (built with the spec's "params") with copied
     weights on one input; the largest output difference relative to the largest output."""
-    import arena_tf.layers as attention_layers
-
     peer_spec = lookup(spec["name"])
     shape = costs.Shape(**spec["shape"])
     ours = attention_layers.get(peer_spec.counterpart, num_heads=shape.heads,

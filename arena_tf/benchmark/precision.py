@@ -20,10 +20,15 @@ bfloat16 flags (arena_tf/cpu_precision.py).
 
 import time
 
+import keras
 import numpy as np
 
 from arena_tf import cpu_precision, files
 from arena_tf.benchmark import isolated, machine
+from arena_tf.models import build_classifier
+from arena_tf.reproduce import suites
+from arena_tf.schedules import make_optimizer
+from arena_tf.training.experiment import build_experiment
 
 DTYPES = ("float32", "mixed_bfloat16")
 SHAPES = ("cpu-listops", "cpu-pathfinder")
@@ -33,9 +38,6 @@ ORDER = ("rounds alternate: float32's steps then bfloat16's in even rounds, bflo
 
 def experiment(shape, mechanism):
     """The (config, task) of `mechanism`'s run in suite `shape`, as the suite trains it."""
-    from arena_tf.reproduce import suites
-    from arena_tf.training.experiment import build_experiment
-
     suite = suites.load_suite(shape)
     return build_experiment(suite.tasks[0], mechanism, list(suite.overrides_of(mechanism)),
                             suite.preset)
@@ -43,11 +45,6 @@ def experiment(shape, mechanism):
 
 def built(config, policy):
     """(model, optimizer) of `config` under the Keras dtype `policy`."""
-    import keras
-
-    from arena_tf.models import build_classifier
-    from arena_tf.schedules import make_optimizer
-
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(0)
     model = build_classifier(config.model)
@@ -59,8 +56,7 @@ def built(config, policy):
 
 def training_step(model, optimizer):
     """The trainer's step (arena_tf/training/tf_trainer.py) without a distribution strategy."""
-    import keras
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     @tf.function
     def step(tokens, labels):
@@ -78,7 +74,7 @@ def training_step(model, optimizer):
 
 def random_batch(config):
     """Tokens of the task's vocabulary (ids from 1 where 0 pads) and labels, at the run's batch."""
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     model, rng = config.model, np.random.default_rng(0)
     low = 0 if model.padding_id is None else 1
@@ -135,7 +131,7 @@ def measure_matmul(spec):
     """Child entry: the best GFLOP/s of a square [size, size] matmul in float32 and in bfloat16
     (TensorFlow's, the dtypes taking turns `repeats` times): what the CPU's bfloat16 arithmetic
     gives where the operands are large, beside what the models' small ones gain."""
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     size, rng = spec["size"], np.random.default_rng(0)
     operands = {dtype: [tf.constant(rng.standard_normal((size, size)), dtype) for _ in range(2)]

@@ -12,12 +12,15 @@ import glob
 import json
 import tempfile
 
-from arena_tf.benchmark import costs
+import arena_tf.layers as attention_layers
+from arena_tf.benchmark import costs, layer_sweep, peers
 
 
 def op_table(xplane_paths):
     """[{type, name, occurrences, self_us}] of every op in the trace files (host and device)."""
-    from tensorflow.python.profiler.internal import _pywrap_profiler_plugin as plugin
+    from tensorflow.python.profiler.internal import (  # tensorflow: not under the JAX backend
+        _pywrap_profiler_plugin as plugin,
+    )
 
     data, ok = plugin.xspace_to_tools_data(xplane_paths, "framework_op_stats", {})
     if not ok:
@@ -32,13 +35,9 @@ def op_table(xplane_paths):
 
 def subject(name, shape):
     """(call(x, training), variables()) of our mechanism or a peer, built for `shape`."""
-    from arena_tf.benchmark import layer_sweep, peers
-
     if name in peers.PEERS:
         layer, call = peers.build(name, shape)
         return call, lambda: layer.trainable_variables
-    import arena_tf.layers as attention_layers
-
     entry = layer_sweep.ours(name)
     layer = attention_layers.get(name, num_heads=shape.heads, head_dim=shape.head_dim,
                                  max_len=shape.length, **entry.params)
@@ -48,7 +47,7 @@ def subject(name, shape):
 
 def profile(name, shape, stage="train", calls=3):
     """Per-op self time (ms per call), largest first, of `calls` calls after two warm-ups."""
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     call, variables = subject(name, shape)
     x = tf.random.normal((shape.batch, shape.length, shape.width))

@@ -7,7 +7,7 @@ from arena_tf.benchmark import costs, machine, memory, timing
 
 def normal(shape, seed):
     """A float32 standard normal tensor of `shape` (TensorFlow's op-level `seed`)."""
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     return tf.random.normal(shape, seed=seed)
 
@@ -16,7 +16,7 @@ def measure_call(call, variables, shape, spec):
     """Time forward and forward + backward of `call(x, training)`, peak memory, profiled FLOPs.
 
     `variables()` gives the weights to differentiate (after the first trace has built them)."""
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     x = normal((shape.batch, shape.length, shape.width), spec.get("seed", 0))
     forward = tf.function(lambda x: call(x, False))
@@ -35,7 +35,7 @@ def measure_call(call, variables, shape, spec):
 def train_step(call, variables):
     """A `tf.function` of x: forward + backward of `call(x, True)`, the gradients of its sum for
     the input and every weight of `variables()` (read when traced, after the call built them)."""
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     def step(x):
         with tf.GradientTape() as tape:
@@ -49,7 +49,7 @@ def train_step(call, variables):
 def thread_settings():
     """TensorFlow's thread pools as this process set them (0: TensorFlow's default, chosen from
     the cores) and the thread variables of the environment (`machine.thread_environment`)."""
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     return {"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
             "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
@@ -62,7 +62,7 @@ def profile(forward, backward, x, enabled):
     count of `costs.graph_matmul_flops`."""
     if not enabled:
         return {}
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     spec = tf.TensorSpec(x.shape, x.dtype)
     graphs = {"forward": forward.get_concrete_function(spec),
@@ -78,7 +78,7 @@ def profile(forward, backward, x, enabled):
 
 def matmul_product(size):
     """A blocking call of a traced float32 tf.matmul of the two [size, size] `machine.operands`."""
-    import tensorflow as tf
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     a, b = (tf.constant(operand) for operand in machine.operands(size))
     product = tf.function(lambda: tf.matmul(a, b))

@@ -17,6 +17,8 @@ import tempfile
 
 from arena_tf import files
 from arena_tf.benchmark import isolated, machine, timing
+from arena_tf.benchmark.layer_sweep import lra_params
+from arena_tf.encoder import gelu
 
 MATMUL_SIZES = (1024, 2048, 4096)
 PLAN_PATTERN = re.compile(r"Total bytes used: (\d+)")
@@ -24,9 +26,7 @@ PLAN_PATTERN = re.compile(r"Total bytes used: (\d+)")
 
 def measure_kernels(spec):
     """Child entry: best-of-`repeats` seconds of matmuls and of the element-wise pass, XLA or not."""
-    import tensorflow as tf
-
-    from arena_tf.encoder import gelu
+    import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     def best_seconds(function, *args):
         stats = timing.time_calls(lambda: function(*args).numpy(), warmup=1,
@@ -56,8 +56,6 @@ def planned_bytes(dump_dir):
 
 def measure_step(name, options, jit):
     """One training-step measurement in a fresh process (with XLA's dump when `jit`)."""
-    from arena_tf.benchmark.layer_sweep import lra_params
-
     spec = {"name": name, "params": lra_params(name), "length": options.length, "jit": jit,
             "batch": options.batch, "warmup": 1, "steps": options.steps, "max_seconds": 30.0}
     if not jit:

@@ -286,12 +286,11 @@ def main(argv=None):
     """`python -m arena_tf.generators.listops --out-dir=DIR`: generate and time the LRA-size set.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: --out-dir, --seed, --processes, --debug (default: sys.argv[1:]).
 
     Exit status:
-        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
-            run itself failed (`--debug` shows the traceback instead).
+        0 when the set is written and timed, 2 for a user's mistake (one `error: ...` line), 1
+            when generating failed (`--debug` shows the traceback instead).
 
     Example:
         python -m arena_tf.generators.listops --out-dir=data/listops

@@ -599,12 +599,12 @@ def main(argv=None):
     """Command line: write a preview grid, or generate a dataset and report images per second.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: --preview, --out-dir or --distance-baseline, then the flags of `--help` (default:
+            sys.argv[1:]).
 
     Exit status:
-        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
-            run itself failed (`--debug` shows the traceback instead).
+        0 when the grid, the dataset or the baseline is done; 2 and one `error: ...` line for a
+            user's mistake; 1 when drawing or writing failed (`--debug`: the traceback).
 
     Example:
         python -m arena_tf.generators.pathfinder --preview grid.png --size 32

@@ -43,12 +43,11 @@ def main(argv=None):
     """Command line: run a suite, list it, re-run its rows, report, merge, pack.
 
     Args:
-        argv: the command-line arguments after the program name (default: sys.argv[1:]);
-            `--help` lists them.
+        argv: the suite, its result files and the flags `--help` lists (default: sys.argv[1:]).
 
     Exit status:
-        0 on success; 2 and one `error: ...` line on stderr for a user's mistake; 1 when the
-            run itself failed (`--debug` shows the traceback instead).
+        0 when the suite's rows ran or its report, merge or pack is written; 2 and one
+            `error: ...` line for a user's mistake; 1 when a run failed (`--debug`: the traceback).
 
     Example:
         python -m arena_tf.reproduce cpu-listops --list

@@ -147,16 +147,18 @@ def plot_curves(name, rows, path):
 
 
 def settings_of(command):
-    """{name: value} of a train command's --preset, --data_dir and --set values (a later value of
-    a name wins, as in train), without the BOOKKEEPING ones."""
+    """{name: value} of a train command's --preset, --data-dir and --set values (a later value of
+    a name wins, as in train), without the BOOKKEEPING ones; recorded commands may spell flags
+    with underscores (`--data_dir`), as older rows do."""
     values = {}
     for word in shlex.split(command):
         option, _, value = word.partition("=")
+        option = "--" + option[2:].replace("_", "-") if option.startswith("--") else option
         if option == "--set":
             name, _, value = value.partition("=")
             values[name] = value
-        elif option in ("--preset", "--data_dir"):
-            values[option[2:]] = value
+        elif option in ("--preset", "--data-dir"):
+            values[option[2:].replace("-", "_")] = value
     return {name: value for name, value in values.items() if name not in BOOKKEEPING}
 
 

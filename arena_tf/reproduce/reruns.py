@@ -18,6 +18,8 @@ TOLERANCE = 3.0  # points of test accuracy a re-run may land from its row
 RERUNS = pathlib.Path("runs") / "rerun"
 RECORDED = ".rerun-recorded"  # in a re-run directory whose entry results.json holds
 TRAIN = ["python", "-m", "arena_tf.train"]
+# The run directory's flag: commands recorded before the kebab-case grammar say --run_dir=.
+RUN_DIR_FLAGS = ("--run-dir=", "--run_dir=")
 
 
 def run_dir_of(row, runs_dir=RERUNS):
@@ -37,8 +39,8 @@ def command_of(row, run_dir):
         raise ValueError(f"{row['command']!r} is not a `python -m arena_tf.train` command")
     if row.get("backend") not in (None, "tensorflow"):
         environment.setdefault("KERAS_BACKEND", row["backend"])
-    arguments = [word for word in words[len(TRAIN):] if not word.startswith("--run_dir=")]
-    return environment, [*arguments, f"--run_dir={run_dir}"]
+    arguments = [word for word in words[len(TRAIN):] if not word.startswith(RUN_DIR_FLAGS)]
+    return environment, [*arguments, f"--run-dir={run_dir}"]
 
 
 def entry(metrics, timing, device, commit, date):

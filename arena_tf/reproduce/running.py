@@ -82,7 +82,7 @@ def time_left(time_limit, began):
 def train(arguments, run_dir, time_limit=None, environment=None, again="--resume"):
     """One `python -m arena_tf.train` run in a child process: True when it finished, False when it
     paused at `time_limit` (`again` continues it); a failure stops the suite in one line."""
-    limit = [] if time_limit is None else [f"--time_limit={time_limit}"]
+    limit = [] if time_limit is None else [f"--time-limit={time_limit}"]
     status = subprocess.call([sys.executable, "-m", "arena_tf.train", *arguments, *limit],
                              env={**os.environ, **(environment or {})})
     if status == EXIT_PAUSED:

@@ -90,8 +90,8 @@ class Run:
         return [f"--task={self.task_name}", f"--model={self.mechanism}",
                 *([f"--preset={suite.preset}"] if suite.preset else []),
                 *(f"--set={value}" for value in suite.overrides_of(self.mechanism)),
-                f"--set=train.seed={self.seed}", f"--run_dir={self.run_dir}",
-                *([f"--data_dir={suite.data_dir}"] if suite.data_dir else [])]
+                f"--set=train.seed={self.seed}", f"--run-dir={self.run_dir}",
+                *([f"--data-dir={suite.data_dir}"] if suite.data_dir else [])]
 
     @property
     def command(self):

@@ -80,6 +80,7 @@ def test_every_scenario_runs_under_tensorflow_and_onnxruntime(every_scenario):
         assert row["parameters"] > 0 and row["size_bytes"] > 0
         assert (row["runtime_used"], row["precision_used"]) == (row["runtime"], "fp32")
         assert row["time"] > 0 and row["throughput_words"] == row["throughput"]  # one word each
+        assert row["cpu"] and row["cores"] >= 1 and row["load_average"] >= 0  # where it ran
 
 
 def test_one_online_process_per_runtime_and_one_offline(every_scenario):

@@ -110,3 +110,42 @@ def test_throughput_ratios_compare_runtimes_and_precisions_per_model_and_scenari
 
 def test_no_ratio_table_without_a_pair():
     assert "ratios" not in report.markdown(ROWS)
+
+
+def run_rows():
+    """Two runtimes' fp32 rows of one model, each naming the machine it ran on."""
+    machine = {"cpu": "Test CPU 9000", "cores": 2, "device": "cpu"}
+    rows = []
+    for runtime, p50, load in (("onnxruntime", 4.0, 0.5), ("xla", 1.0, 1.5)):
+        for scenario in ("fixed_batch", "single_stream"):
+            rows.append(dict(ROWS[0], runtime=runtime, scenario=scenario, load_average=load,
+                             request_latency_p50_ms=p50, model_latency_p50_ms=p50 / 2, **machine))
+    return rows
+
+
+def test_the_report_is_rewritten_from_results_jsonl_alone(tmp_path):
+    """`python -m serving.report DIR` gives the results.md the bench wrote, notes included: what
+    the notes say comes from the rows, not from the bench's process."""
+    rows = run_rows()
+    report.write_all(rows, tmp_path, report.notes(rows) + plots.notes(rows))
+    written = (tmp_path / "results.md").read_text()
+    assert "- machine: Test CPU 9000, 2 cores; 1-minute load average 0.50 to 1.50" in written
+    assert "- device: cpu;" in written
+    (tmp_path / "results.md").unlink()
+    assert report.main([str(tmp_path)]) == 0
+    assert (tmp_path / "results.md").read_text() == written
+    assert report.regenerated_markdown(tmp_path) == written
+
+
+def test_the_summary_names_the_p50_ratio_and_the_machine():
+    text = report.summary(run_rows())
+    assert "| a | xla | fp32 | 0.5000 | 100.0 | - | 1.00 / 0.50 | - | 200-200 |" in text
+    assert "single_stream p50 of xla over onnxruntime (FP32): 0.25x end to end and 0.25x " \
+           "in-model" in text
+    assert "machine: Test CPU 9000, 2 cores" in text
+
+
+def test_the_report_command_refuses_a_directory_without_results(tmp_path, capsys):
+    assert report.main([str(tmp_path)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "results.jsonl does not exist" in error[0]

@@ -341,6 +341,21 @@ def test_a_rerun_takes_the_rows_own_command_and_is_reported_beside_it(setting, c
     assert "more than" not in reruns.cell({**far, "reruns": [rerun]})
 
 
+@pytest.mark.parametrize("flag", ["--run_dir", "--run-dir"])
+def test_a_rerun_moves_old_and_new_commands_to_its_own_run_directory(flag):
+    """Rows recorded before the kebab-case grammar say --run_dir=; newer ones --run-dir=."""
+    row = {"command": f"KERAS_BACKEND=jax python -m arena_tf.train --task=listops {flag}=runs/a "
+                      "--set=train.seed=0", "backend": "jax"}
+    assert reruns.command_of(row, "runs/rerun/b") == ({"KERAS_BACKEND": "jax"}, [
+        "--task=listops", "--set=train.seed=0", "--run-dir=runs/rerun/b"])
+
+
+def test_a_suite_records_its_train_command_in_the_kebab_case_grammar(setting):
+    suite, runs_dir, *_ = setting
+    (run,) = plan(suite, ["linear"], runs_dir=runs_dir)
+    assert f"--run-dir={run.run_dir}" in run.arguments and "--run_dir" not in run.command
+
+
 def test_merge_adds_the_reruns_another_machine_made_of_our_rows(tmp_path):
     ours, theirs = tmp_path / "results.json", tmp_path / "results-1.json"
     ours.write_text(json.dumps([result("linear", 0.36)]))
@@ -349,3 +364,11 @@ def test_merge_adds_the_reruns_another_machine_made_of_our_rows(tmp_path):
     assert merge([theirs], ours) == 1
     assert merge([theirs], ours) == 0
     assert json.loads(ours.read_text())[0]["reruns"] == [rerun]
+
+
+def test_recorded_commands_read_the_same_in_either_flag_spelling():
+    """Rows recorded before the kebab-case grammar say --data_dir; newer ones --data-dir."""
+    old = "python -m arena_tf.train --preset=cpu --data_dir=short --set=model.pooling=cls"
+    new = "python -m arena_tf.train --preset=cpu --data-dir=short --set=model.pooling=cls"
+    assert report.settings_of(old) == report.settings_of(new) == {
+        "preset": "cpu", "data_dir": "short", "model.pooling": "cls"}

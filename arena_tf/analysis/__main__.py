@@ -1,8 +1,10 @@
-"""Command line of the analysis: `python -m arena_tf.analysis span|attention`.
+"""Command line of the analysis: `python -m arena_tf.analysis span|attention|distance-baseline`.
 
     python -m arena_tf.analysis span runs/pathfinder-full [runs/text-full ...] [--examples 1000]
                                 [--out runs/analysis/span.png]
     python -m arena_tf.analysis attention runs/pathfinder-full --example 3
+    python -m arena_tf.analysis distance-baseline data/pathfinder/pathfinder32/curv_baseline \
+                                --difficulty easy
 
 `span` writes span.json into every run directory and, for several runs (or with --out), a bar
 chart (default runs/analysis/span.png); `attention` writes attention_example_<N>.png into the run
@@ -13,6 +15,8 @@ import argparse
 import sys
 
 from arena_tf import cli
+from arena_tf.generators import pathfinder as generator
+from arena_tf.tasks.pathfinder import split_distance_baseline
 
 cli.quiet_tensorflow()
 
@@ -36,6 +40,14 @@ def parse_args(argv):
     span.add_argument("--examples", type=positive_int, default=1000,
                       help="validation examples to average over (default 1000, as LRA)")
     span.add_argument("--out", help=f"bar chart PNG (default {DEFAULT_CHART} for several runs)")
+    baseline = commands.add_parser(
+        "distance-baseline", help="the marker-distance rule on a generated Pathfinder dataset's "
+        "own splits: fitted on all of its train split, scored on all of its test split")
+    baseline.add_argument("dataset_dir", metavar="DIR",
+                          help="a dataset the Pathfinder generator wrote (holding generator.json)")
+    baseline.add_argument("--size", type=int, choices=(32, 128), default=32)
+    baseline.add_argument("--difficulty", choices=("easy", "intermediate", "hard"),
+                          default="hard", help="the dataset's difficulty (default: hard, LRA's)")
     attention = commands.add_parser("attention", help="attention maps and rollout of one example")
     attention.add_argument("run_dir", metavar="RUN_DIR", help="run directory of training")
     attention.add_argument("--example", type=int, default=0,
@@ -57,6 +69,18 @@ def span_command(args):
         print(f"bar chart of {len(results)} runs: {plots.draw_span_chart(out, results)}")
 
 
+def distance_baseline_command(args):
+    """Print the marker-distance baseline of a generated Pathfinder dataset's test split (its
+    markers drawn again from the seed it records, about 1.6 ms per image)."""
+    config = generator.config_for(args.size, args.difficulty)
+    result = split_distance_baseline(args.dataset_dir, config)
+    print(generator.baseline_line(
+        args.size, args.difficulty, result.threshold, result.train_accuracy, result.test_accuracy,
+        f"the {result.train_count} images of its train split",
+        f"the test split of {args.dataset_dir}, {result.test_count} images"))
+    return 0
+
+
 def attention_command(args):
     from arena_tf.analysis.commands import draw_attention  # Keras and TensorFlow, as above
 
@@ -64,14 +88,17 @@ def attention_command(args):
         print(f"attention maps: {path}")
 
 
-COMMANDS = {"span": span_command, "attention": attention_command}
+COMMANDS = {"span": span_command, "attention": attention_command,
+            "distance-baseline": distance_baseline_command}
 
 
 def main(argv=None):
-    """Command line: `span` or `attention` analysis of trained runs.
+    """Command line: `span` or `attention` analysis of trained runs, or the `distance-baseline`
+    of a generated Pathfinder dataset.
 
     Args:
-        argv: `span` or `attention`, then the run directories and flags (default: sys.argv[1:]).
+        argv: `span`, `attention` or `distance-baseline`, then the run directories (the dataset
+            directory) and flags (default: sys.argv[1:]).
 
     Exit status:
         0 when the analysis is written; 2 and one `error: ...` line on stderr for a user's

@@ -560,20 +560,29 @@ def best_threshold(distances, labels):
     return (bounds[k] + bounds[k + 1]) / 2, correct[k] / len(labels)
 
 
+def threshold_accuracy(threshold, distances, labels):
+    """Accuracy of "positive when the markers are closer than `threshold`" on these pairs."""
+    return float(np.mean((np.asarray(distances) < threshold) == np.asarray(labels)))
+
+
+def marker_cues(config, seed, indices):
+    """(marker distance in pixels, label) of each image of `indices` of the dataset drawn with
+    `seed`, drawn again one at a time (`generate_example`)."""
+    for index in indices:
+        example = generate_example(config, seed, index)
+        yield float(np.hypot(*(example.markers[0] - example.markers[1]))), example.label
+
+
 def marker_distance_baseline(config, count, seed=0):
     """How far the distance between the two markers alone predicts the label: the best threshold
     on `count` // 2 fresh examples and its accuracy on the next `count` // 2, as
     (threshold, fitted accuracy, held-out accuracy). A model above chance may have learnt only
-    this cue, not the contour."""
-    distances, labels = [], []
-    for index in range(count):
-        example = generate_example(config, seed, index)
-        distances.append(float(np.hypot(*(example.markers[0] - example.markers[1]))))
-        labels.append(example.label)
+    this cue, not the contour. (On a generated dataset's own splits: the Pathfinder task's
+    `split_distance_baseline`.)"""
+    distances, labels = map(list, zip(*marker_cues(config, seed, range(count))))
     half = count // 2
     threshold, fitted = best_threshold(distances[:half], labels[:half])
-    held_out = np.mean((np.array(distances[half:]) < threshold) == np.array(labels[half:]))
-    return threshold, fitted, float(held_out)
+    return threshold, fitted, threshold_accuracy(threshold, distances[half:], labels[half:])
 
 
 def parse_args(argv=None):
@@ -584,7 +593,8 @@ def parse_args(argv=None):
     action.add_argument("--out-dir", metavar="ROOT", help="generate a dataset in the release layout")
     action.add_argument("--distance-baseline", action="store_true",
                         help="accuracy of the marker distance alone (one threshold), on --count "
-                             "fresh examples: half to fit, half to score")
+                             "fresh examples: half to fit, half to score (on a generated "
+                             "dataset's own splits: python -m arena_tf.analysis distance-baseline)")
     parser.add_argument("--size", type=int, choices=sorted(CONFIGS), default=32)
     parser.add_argument("--difficulty", choices=list(DIFFICULTIES), default="hard",
                         help="contour length 6, 9 or 14 (LRA: hard)")
@@ -627,9 +637,9 @@ def run(args):
         return
     if args.distance_baseline:
         threshold, fitted, held_out = marker_distance_baseline(config, args.count, args.seed)
-        print(f"pathfinder{args.size} {args.difficulty}: marker distance < {threshold:.2f} px "
-              f"called positive scores {held_out:.1%} on {args.count - args.count // 2} held-out "
-              f"examples ({fitted:.1%} on the {args.count // 2} it was fitted on; chance 50%)")
+        print(baseline_line(args.size, args.difficulty, threshold, fitted, held_out,
+                            f"the {args.count // 2}",
+                            f"{args.count - args.count // 2} held-out examples"))
         return
     logging.basicConfig(format="%(message)s", level=logging.INFO)
     if (Path(args.out_dir) / config.release_path).exists():
@@ -641,6 +651,14 @@ def run(args):
     seconds = time.perf_counter() - start
     print(f"{directory}: {args.num_examples} images in {seconds:.1f} s "
           f"({args.num_examples / seconds:.0f} images/s)")
+
+
+def baseline_line(size, difficulty, threshold, fitted, scored, fitted_on, scored_on):
+    """The one line of --distance-baseline: the rule, its accuracy where it was scored and where
+    it was fitted."""
+    return (f"pathfinder{size} {difficulty}: marker distance < {threshold:.2f} px "
+            f"called positive scores {scored:.1%} on {scored_on} ({fitted:.1%} on {fitted_on} "
+            "it was fitted on; chance 50%)")
 
 
 if __name__ == "__main__":

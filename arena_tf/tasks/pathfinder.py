@@ -68,6 +68,8 @@ UNREADABLE = ("missing", "unreadable", "empty", "not PNG", "truncated", "bad che
 GRAY_MODES = ("L", "1", "LA")  # Pillow modes whose grey is decode_png's (channels=1)
 METADATA_FORMAT = ("lines 'imgs/<k> sample_<n>.png index label ...' (at least 4 fields, label 0 "
                    "or 1) in metadata/<number>.npy text files, as in the LRA release")
+SplitBaseline = collections.namedtuple(
+    "SplitBaseline", "threshold train_accuracy test_accuracy train_count test_count")
 
 
 class SkippedImageWarning(UserWarning):
@@ -210,6 +212,91 @@ def png_pixels(path, count):
         raise BadDataError(f"{path}: {image.width} x {image.height} pixels", expected,
                            "use images of the task's size")
     return pixels
+
+
+def split_distance_baseline(dataset_dir, config):
+    """The marker-distance baseline (`generator.marker_distance_baseline`) on a generated
+    dataset's own splits, split as the task splits it (`read_index`, `split_bounds`): the threshold
+    is fitted on every image of the train split and scored on every image of the test split. Each
+    image's markers are drawn again (`generator.marker_cues`, about 1.5 ms per image) from the seed
+    and settings its generator.json records, image i of the metadata order being the generator's
+    image i; its metadata label must be the one drawn again.
+
+    Args:
+        dataset_dir: a dataset directory `generator.write_dataset` wrote (holding generator.json).
+        config: the PathfinderConfig it must have been generated with.
+
+    Returns:
+        SplitBaseline(threshold, train_accuracy, test_accuracy, train_count, test_count). A
+        DataNotFoundError or BadDataError (one line, exit 2 on the command line) when the directory
+        is missing, is not such a dataset of `config`, lists another number of images than it
+        records, or holds a label the generator did not draw.
+    """
+    info = _generated_info(dataset_dir, config)
+    index = read_index(dataset_dir)
+    if len(index) != info["num_examples"]:
+        raise BadDataError(
+            f"{dataset_dir}: {len(index)} images in its metadata where its {generator.INFO_FILE} "
+            f"records {info['num_examples']}", "every image the generator wrote, listed once",
+            _repair_advice(dataset_dir))
+    train, test = (range(*split_bounds(len(index), split)) for split in ("train", "test"))
+    with Progress(f"pathfinder: drawing the markers of {dataset_dir} again",
+                  len(train) + len(test), "images") as progress:
+        fit = _checked_cues(dataset_dir, config, info["seed"], index, train, progress)
+        scored = _checked_cues(dataset_dir, config, info["seed"], index, test, progress)
+    threshold, train_accuracy = generator.best_threshold(*fit)
+    test_accuracy = generator.threshold_accuracy(threshold, *scored)
+    return SplitBaseline(threshold, train_accuracy, test_accuracy, len(train), len(test))
+
+
+def _generated_info(dataset_dir, config):
+    """The generator.json of a dataset the generator wrote with `config`; a DataNotFoundError or
+    BadDataError when `dataset_dir` is not one."""
+    expected = (f"a dataset the Pathfinder generator wrote with {config.release_path} settings "
+                f"(the folder holding {generator.INFO_FILE})")
+    if not Path(dataset_dir).is_dir():
+        raise DataNotFoundError(f"{dataset_dir}: no such directory", expected,
+                                "pass the folder that the generator's --out-dir made")
+    try:
+        info = generator.read_info(dataset_dir)
+    except ValueError:  # not JSON (or not text): no generator's record
+        info = {}
+    if info is None:
+        raise BadDataError(f"{dataset_dir}: no {generator.INFO_FILE}, so no seed to draw its "
+                           "images again (an LRA release has none)", expected,
+                           f"pass ROOT/{config.release_path} of a generated ROOT")
+    asked, kind = generator.dataset_info(config, None, None, None), ("generator", "version")
+    if [info.get(key) for key in kind] != [asked[key] for key in kind]:
+        raise BadDataError(f"{dataset_dir}/{generator.INFO_FILE} is no record of this Pathfinder "
+                           f"generator (generator {info.get('generator')!r}, version "
+                           f"{info.get('version')!r})", expected,
+                           "pass a generated Pathfinder dataset")
+    if info["config"] != asked["config"]:
+        recorded = generator.config_from_info(info)
+        other = " with other drawing settings" * (recorded.release_path == config.release_path)
+        raise BadDataError(f"{dataset_dir} holds {recorded.release_path} images{other}", expected,
+                           "pass the size and difficulty it was generated with (--size, "
+                           "--difficulty)")
+    return info
+
+
+def _checked_cues(dataset_dir, config, seed, index, positions, progress):
+    """(marker distances, metadata labels) of the images at `positions` of `index`, drawn again;
+    a BadDataError at the first whose metadata label is not the one drawn."""
+    distances = np.zeros(len(positions))
+    cues = generator.marker_cues(config, seed, positions)
+    for row, (position, (distance, label)) in enumerate(zip(positions, cues)):
+        path, recorded = index[position]
+        if recorded != label:
+            raise BadDataError(
+                f"{path}: label {recorded} in the metadata, but image {position} drawn again with "
+                f"seed {seed} has label {label}",
+                f"the images the generator drew with the seed and settings of "
+                f"{generator.INFO_FILE}",
+                _repair_advice(dataset_dir))
+        distances[row] = distance
+        progress.update()
+    return distances, np.array([index[position][1] for position in positions])
 
 
 @register

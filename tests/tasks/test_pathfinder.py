@@ -1,6 +1,7 @@
 """Pathfinder / Path-X: the generator draws what the labels say, deterministically, and the task
 reads the LRA release layout into the right splits and tokens."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -9,8 +10,9 @@ import pytest
 from PIL import Image, ImageDraw
 
 import arena_tf.tasks as tasks
+from arena_tf.analysis.__main__ import main as analysis_main
 from arena_tf.generators import pathfinder as generator
-from arena_tf.tasks.pathfinder import SkippedImageWarning, read_index
+from arena_tf.tasks.pathfinder import SkippedImageWarning, read_index, split_distance_baseline
 
 CONFIGS = [generator.PATHFINDER32, generator.PATHX128, generator.config_for(32, "easy")]
 IDS = ["32", "128", "32-easy"]
@@ -245,6 +247,79 @@ def test_distance_baseline_scores_the_marker_cue_on_held_out_examples(capsys):
     assert capsys.readouterr().out.startswith("pathfinder32 easy: marker distance < ")
     # LRA's hard contours (14 paddles) wander far enough that the cue is weaker there.
     assert generator.marker_distance_baseline(hard, 400, seed=1)[2] < held_out - 0.1
+
+
+@pytest.fixture(scope="module")
+def easy_set(tmp_path_factory):
+    """200 easy images drawn with seed 3, 64 per folder: 160 train, 20 validation, 20 test."""
+    easy = generator.config_for(32, "easy")
+    return generator.write_dataset(tmp_path_factory.mktemp("easy"), easy, 200, seed=3,
+                                   processes=1, images_per_folder=64)
+
+
+def _drawn_cues(config, seed, indices):
+    """Marker distances and labels of images `indices`, straight from generate_example."""
+    examples = [generator.generate_example(config, seed, index) for index in indices]
+    return [np.hypot(*(e.markers[0] - e.markers[1])) for e in examples], [e.label for e in examples]
+
+
+def test_distance_baseline_on_a_dataset_fits_its_train_split_and_scores_its_test_split(easy_set):
+    easy = generator.config_for(32, "easy")
+    result = split_distance_baseline(easy_set, easy)
+    threshold, fitted = generator.best_threshold(*_drawn_cues(easy, 3, range(160)))
+    distances, labels = _drawn_cues(easy, 3, range(180, 200))
+    scored = np.mean((np.array(distances) < threshold) == np.array(labels))
+    assert result == (threshold, fitted, scored, 160, 20)
+
+
+def test_distance_baseline_on_a_dataset_refuses_a_label_the_generator_did_not_draw(
+        easy_set, tmp_path, capsys):
+    altered = Path(shutil.copytree(easy_set, tmp_path / "altered"))
+    metadata = altered / "metadata" / "3.npy"  # images 192..199, all in the test split
+    lines = metadata.read_text().splitlines()
+    fields = lines[-1].split()
+    fields[3] = str(1 - int(fields[3]))
+    metadata.write_text("\n".join([*lines[:-1], " ".join(fields)]) + "\n")
+    assert analysis_main(["distance-baseline", str(altered), "--difficulty", "easy"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "sample_7.png: label 0 in the metadata" in errors[0]
+    assert "image 199 drawn again with seed 3 has label 1" in errors[0]
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "no such directory"), ("no info", "no generator.json"),
+    ("listops", "no record of this Pathfinder generator"),
+    ("other size", "holds pathfinder32/curv_baseline images; expected a dataset the Pathfinder "
+                   "generator wrote with pathfinder128/curv_contour_length_14 settings"),
+    ("fewer images", "199 images in its metadata where its generator.json records 200"),
+])
+def test_distance_baseline_refuses_what_is_not_a_whole_generated_dataset(
+        easy_set, tmp_path, capsys, case, message):
+    copy = Path(shutil.copytree(easy_set, tmp_path / "copy"))
+    info = json.loads((copy / generator.INFO_FILE).read_text())
+    size = "128" if case == "other size" else "32"
+    if case == "no info":
+        (copy / generator.INFO_FILE).unlink()
+    if case == "listops":
+        info["generator"] = "arena_tf.generators.listops"
+        (copy / generator.INFO_FILE).write_text(json.dumps(info))
+    if case == "fewer images":
+        metadata = copy / "metadata" / "3.npy"
+        metadata.write_text("\n".join(metadata.read_text().splitlines()[:-1]) + "\n")
+    directory = tmp_path / "nowhere" if case == "missing" else copy
+    argv = ["distance-baseline", str(directory), "--size", size]
+    assert analysis_main([*argv, "--difficulty", "hard" if size == "128" else "easy"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: ") and "\n" not in error and message in error
+
+
+def test_the_analysis_distance_baseline_command_names_the_test_split(easy_set, capsys):
+    argv = ["distance-baseline", str(easy_set), "--difficulty", "easy"]
+    assert analysis_main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("pathfinder32 easy: marker distance < ")
+    assert f"on the test split of {easy_set}, 20 images (" in out
+    assert "on the 160 images of its train split it was fitted on; chance 50%)" in out
 
 
 def test_a_read_only_task_refuses_to_generate(tmp_path):

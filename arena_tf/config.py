@@ -24,7 +24,7 @@ from arena_tf.settings import check_model_relations, check_ranges
 CONFIGS_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs"
 
 POOLINGS = ("cls", "mean")
-POSITION_EMBEDDINGS = ("sinusoidal", "learned", "none")
+POSITION_EMBEDDINGS = ("sinusoidal", "sinusoidal_2d", "learned", "none")
 TOKEN_EMBEDDINGS = ("table", "intensity")
 
 

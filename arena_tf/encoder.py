@@ -37,10 +37,32 @@ def gelu(x):
     return 0.5 * x * (1.0 + ops.erf(x * _INV_SQRT2)), gradient
 
 
+def sinusoids(positions, width):
+    """[n, width] sinusoidal embeddings (Vaswani et al.) of float positions [n]: sine and cosine
+    pairs at rates 10000^(-2i / width)."""
+    rates = ops.exp(ops.arange(0, width, 2, dtype="float32") * (-math.log(10000.0) / width))
+    angles = positions[:, None] * rates[None, :]
+    table = ops.reshape(ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1), (-1, 2 * ((width + 1) // 2)))
+    return table[:, :width]
+
+
+def grid_sinusoids(max_len, width):
+    """[max_len, width] embeddings of a square image read row by row: the first half of the width
+    encodes the row, the second the column (the 2-D sine-cosine table of MAE, He et al. 2022). With
+    max_len one above a square (a CLS token in front), position 0 gets zeros."""
+    side = math.isqrt(max_len)
+    cells = ops.arange(side * side, dtype="float32")
+    rows, columns = ops.floor(cells / side), ops.mod(cells, side)
+    half = width // 2
+    table = ops.concatenate([sinusoids(rows, half), sinusoids(columns, width - half)], axis=-1)
+    return ops.pad(table, [[max_len - side * side, 0], [0, 0]])
+
+
 @SERIALIZABLE
 class PositionEmbedding(keras.layers.Layer):
-    """Adds sinusoidal (Vaswani et al.) or learned position embeddings to [batch, length, width];
-    "none" adds nothing (state-space mixers carry position in their kernels, as in S4)."""
+    """Adds position embeddings to [batch, length, width]: "sinusoidal" (Vaswani et al.),
+    "sinusoidal_2d" (row and column of a square image, `grid_sinusoids`), "learned", or "none"
+    (state-space mixers carry position in their kernels, as in S4)."""
 
     def __init__(self, max_len, kind="sinusoidal", **kwargs):
         super().__init__(**kwargs)
@@ -60,12 +82,12 @@ class PositionEmbedding(keras.layers.Layer):
         if self.kind == "none":
             return x
         if self.kind == "learned":
-            return x + ops.cast(self.table[:length], x.dtype)[None]
-        positions = ops.cast(ops.arange(length), "float32")[:, None]
-        rates = ops.exp(ops.arange(0, width, 2, dtype="float32") * (-math.log(10000.0) / width))
-        angles = positions * rates[None, :]
-        table = ops.reshape(ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1), (length, -1))
-        return x + ops.cast(table[:, :width], x.dtype)[None]
+            table = self.table[:length]
+        elif self.kind == "sinusoidal_2d":
+            table = grid_sinusoids(self.max_len, width)[:length]
+        else:
+            table = sinusoids(ops.cast(ops.arange(length), "float32"), width)
+        return x + ops.cast(table, x.dtype)[None]
 
     def get_config(self):
         return {**super().get_config(), "max_len": self.max_len, "kind": self.kind}

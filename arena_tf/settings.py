@@ -162,7 +162,17 @@ def check_with_the_data(experiment, error):
     """The relations that read the model's length, once it is the data's (a config starts with
     model.max_len's default; arena_tf/training/experiment.py calls this after the task set it)."""
     check_attention_lengths(experiment.model, error)
+    check_grid_positions(experiment.model, error)
     check_activations(experiment, error)
+
+
+def check_grid_positions(model, error):
+    """Row-and-column positions need a square image, read row by row."""
+    side = math.isqrt(model.max_len)
+    if model.position_embedding == "sinusoidal_2d" and side * side != model.max_len:
+        raise error(f"model.position_embedding=sinusoidal_2d needs a square image, but the input "
+                    f"has {model.max_len} positions", "a max_len that is a square (1024 = 32 x 32)",
+                    "use it with the image, pathfinder or pathx task, or another position_embedding")
 
 
 def check_activations(experiment, error):

@@ -37,6 +37,26 @@ def test_without_positions_full_attention_with_mean_pooling_ignores_token_order(
     assert not np.allclose(with_positions(x), with_positions(shuffled), atol=1e-5)
 
 
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_row_and_column_positions_give_each_pixel_its_row_and_its_column(pooling):
+    """A 4 x 4 image read row by row: pixel (r, c) gets the 1-D table's row r in the first half of
+    the width and its row c in the second; a CLS token in front gets nothing."""
+    from arena_tf.encoder import PositionEmbedding, sinusoids
+
+    cls = pooling == "cls"
+    added = np.asarray(PositionEmbedding(16 + cls, "sinusoidal_2d")(np.zeros((1, 16 + cls, 12))))[0]
+    one_d = np.asarray(sinusoids(np.arange(4, dtype="float32"), 6))
+    for row, column in [(0, 0), (1, 3), (3, 2)]:
+        expected = np.concatenate([one_d[row], one_d[column]])
+        np.testing.assert_allclose(added[cls + 4 * row + column], expected, atol=1e-6)
+    if cls:
+        assert not added[0].any()
+    model = build_classifier(tiny(pooling=pooling, position_embedding="sinusoidal_2d", max_len=16))
+    x = tokens(length=16)
+    transposed = x.reshape(3, 4, 4).transpose(0, 2, 1).reshape(3, 16)
+    assert not np.allclose(model(x), model(transposed), atol=1e-5)
+
+
 def test_two_tower_shares_one_encoder_and_is_symmetric_in_shape():
     model = build_classifier(tiny(two_tower=True, num_classes=2))
     assert [i.name for i in model.inputs] == ["tokens_1", "tokens_2"]

@@ -200,13 +200,11 @@ def p50_ratios(rows, top="xla", bottom="onnxruntime"):
 def summary_cells(key, by_scenario):
     """One summary line: the config, then each scenario's headline ('-' where it did not run)."""
     def field(scenario, name, fmt):
-        value = (by_scenario.get(scenario) or {}).get(name)
-        return "-" if value is None else fmt.format(value)
+        return cell(by_scenario.get(scenario) or {}, name, fmt)
 
-    single = by_scenario.get("single_stream") or {}
-    latency = ("-" if single.get("request_latency_p50_ms") is None else
-               f"{single['request_latency_p50_ms']:.2f} / "
-               f"{cell(single, 'model_latency_p50_ms', '{:.2f}')}")
+    latency = field("single_stream", "request_latency_p50_ms", "{:.2f}")
+    if latency != "-":
+        latency += " / " + field("single_stream", "model_latency_p50_ms", "{:.2f}")
     memory = [r["peak_rss_bytes"] / MIB for r in by_scenario.values()
               if r.get("status") == "ok" and r.get("peak_rss_bytes")]
     return [*key, field("fixed_batch", "accuracy", "{:.4f}"),

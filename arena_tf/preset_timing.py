@@ -56,7 +56,7 @@ def busy_processes(count):
 
 def train_command(task, model, run_dir, data_dir, mock):
     arguments = [f"--task={task}", f"--model={model}", "--preset=tiny", f"--run-dir={run_dir}",
-                 f"--data_dir={data_dir}"]
+                 f"--data-dir={data_dir}"]
     if mock and task in MOCK_TFDS_TASKS:
         return [sys.executable, "-c", MOCK_TFDS_TRAIN, *arguments]
     return [sys.executable, "-m", "arena_tf.train", *arguments]

@@ -42,7 +42,7 @@ def export_path(path, precisions, check, export_models, count=None, thresholds=N
     return export_models(prepare(path, count, thresholds), precisions, **options)
 
 
-def main(argv, script, doc, export, precisions, what, choices=None, options=None):
+def export_command(argv, *, script, doc, export, precisions, what, choices=None, options=None):
     """The command line of `python export/<script>`: path, --examples, --debug, --precision (which
     `what` to write: the keys of `precisions`, all by default; `choices` widens what it takes),
     then `options` {flag: add_argument keywords}; `export(args)` -> {artifact: report}, one line

@@ -236,9 +236,10 @@ def main(argv=None):
         ONNX, onnx.ai and github.com/onnx/onnx; tf2onnx, github.com/onnx/tensorflow-onnx.
     """
     opset = {"type": int, "default": DEFAULT_OPSET, "help": f"ONNX opset (default {DEFAULT_OPSET})"}
-    return cli.main(argv, "to_onnx.py", __doc__,
-                    lambda args: export_onnx(args.path, args.precision, args.opset, args.examples),
-                    ARTIFACTS, "ONNX models", options={"--opset": opset})
+    return cli.export_command(
+        argv, script="to_onnx.py", doc=__doc__, precisions=ARTIFACTS,
+        what="ONNX models", options={"--opset": opset},
+        export=lambda args: export_onnx(args.path, args.precision, args.opset, args.examples))
 
 
 if __name__ == "__main__":

@@ -136,9 +136,9 @@ def main(argv=None):
     References:
         OpenVINO, github.com/openvinotoolkit/openvino (`openvino.convert_model`).
     """
-    return cli.main(argv, "to_openvino.py", __doc__,
-                    lambda args: export_openvino(args.path, args.precision, args.examples),
-                    ARTIFACTS, "IRs")
+    return cli.export_command(
+        argv, script="to_openvino.py", doc=__doc__, precisions=ARTIFACTS, what="IRs",
+        export=lambda args: export_openvino(args.path, args.precision, args.examples))
 
 
 if __name__ == "__main__":

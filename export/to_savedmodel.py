@@ -180,9 +180,10 @@ def main(argv=None):
         TensorFlow SavedModel, tensorflow.org/guide/saved_model; Keras 3 ExportArchive,
             keras.io/api/models/model_saving_apis/export/.
     """
-    return cli.main(argv, "to_savedmodel.py", __doc__,
-                    lambda args: export_savedmodel(args.path, args.precision, args.examples),
-                    ARTIFACTS, "SavedModels", choices=POLICIES)
+    return cli.export_command(
+        argv, script="to_savedmodel.py", doc=__doc__, precisions=ARTIFACTS,
+        what="SavedModels", choices=POLICIES,
+        export=lambda args: export_savedmodel(args.path, args.precision, args.examples))
 
 
 if __name__ == "__main__":

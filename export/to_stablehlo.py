@@ -209,9 +209,10 @@ def main(argv=None):
         StableHLO, github.com/openxla/stablehlo; jax.export,
             jax.readthedocs.io/en/latest/export/export.html.
     """
-    return cli.main(argv, "to_stablehlo.py", __doc__,
-                    lambda args: export_stablehlo(args.path, args.precision, args.examples),
-                    ARTIFACTS, "StableHLO artifacts")
+    return cli.export_command(
+        argv, script="to_stablehlo.py", doc=__doc__, precisions=ARTIFACTS,
+        what="StableHLO artifacts",
+        export=lambda args: export_stablehlo(args.path, args.precision, args.examples))
 
 
 if __name__ == "__main__":

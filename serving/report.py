@@ -108,13 +108,20 @@ def ratio_lines(rows):
     ratios = throughput_ratios(rows)
     if not ratios:
         return []
-    scenarios = list(dict.fromkeys(scenario for _, scenario in ratios))
-    means = [(("all models", s), [geometric_mean([v[i] for (_, t), v in ratios.items() if t == s])
-                                   for i in range(len(RATIOS))]) for s in scenarios]
     body = [[model, scenario, *("-" if v is None else f"{v:.2f}x" for v in values)]
-            for (model, scenario), values in [*ratios.items(), *means]]
+            for (model, scenario), values in [*ratios.items(), *mean_ratios(ratios)]]
     return ["", "Throughput ratios (instances per second; above 1: the first is faster):", "",
             table(["model", "scenario", *(h for h, _, _ in RATIOS)], body)]
+
+
+def mean_ratios(ratios):
+    """[(("all models", scenario), geometric mean per RATIOS)] of `throughput_ratios`' result; none
+    for a single model (its own rows say the same)."""
+    if len({model for model, _ in ratios}) < 2:
+        return []
+    scenarios = dict.fromkeys(scenario for _, scenario in ratios)
+    return [(("all models", s), [geometric_mean([v[i] for (_, t), v in ratios.items() if t == s])
+                                 for i in range(len(RATIOS))]) for s in scenarios]
 
 
 def markdown(rows, notes=()):
@@ -132,10 +139,19 @@ def notes(rows):
     source, the machine and its load, the device and what the latencies mean."""
     sources = dict.fromkeys(f"instances of {r['model']}: {r['instances']}" for r in rows
                             if r.get("instances"))
-    energy = dict.fromkeys(f"energy: {r['energy_source'] or 'none'}"
-                           f"{' (' + r['energy_note'] + ')' if r.get('energy_note') else ''}"
-                           for r in rows if "energy_source" in r)
+    energy = dict.fromkeys(energy_note(r) for r in rows if "energy_source" in r)
     return [*sources, *energy, *machine_notes(rows), *device_notes(rows)]
+
+
+def energy_note(row):
+    """'energy: <source> (<note>)'; the note alone where it names the source already (an
+    estimate's note reads 'estimated by <source>, ...')."""
+    source, note = row["energy_source"] or "none", row.get("energy_note")
+    if not note:
+        return f"energy: {source}"
+    if note.startswith(f"estimated by {source.removesuffix(' (estimated)')}"):
+        return f"energy: {note}"
+    return f"energy: {source} ({note})"
 
 
 def machine_notes(rows):
@@ -144,9 +160,9 @@ def machine_notes(rows):
     for cpu in dict.fromkeys(r["cpu"] for r in rows if r.get("cpu")):
         mine = [r for r in rows if r.get("cpu") == cpu]
         loads = [r["load_average"] for r in mine if r.get("load_average") is not None]
-        load = f"; 1-minute load average {min(loads):.2f} to {max(loads):.2f} as its rows started"
-        lines.append(f"machine: {cpu}, {mine[0].get('cores')} cores"
-                     f"{load if loads else ''} ({len(mine)} rows)")
+        load = (f"; 1-minute load average {min(loads):.2f} to {max(loads):.2f} as its rows "
+                "started" if loads else "")
+        lines.append(f"machine: {cpu}, {mine[0].get('cores')} cores{load} ({len(mine)} rows)")
     return lines
 
 
@@ -166,7 +182,8 @@ SUMMARY_SECTION = "serving-summary"  # the markers of the summary in the serving
 
 def summary(rows):
     """The serving guide's summary of a bench run: per model, runtime and precision that ran, the
-    headline of each scenario; then the throughput ratios and the machine the rows ran on."""
+    headline of each scenario; then the throughput ratios, whether the FP32 accuracies agree, the
+    latency ratio of XLA over ONNX Runtime, what did not run and the machine the rows ran on."""
     configs = {}
     for row in rows:
         configs.setdefault((row["model"], row["runtime"], row["precision"]), {})[
@@ -177,7 +194,8 @@ def summary(rows):
               "offline (inst/s)", "single_stream p50 end to end / in-model (ms)",
               "server max rate (/s)", "peak RSS (MiB)"]
     lines = [table(header, body), *ratio_lines(rows), ""]
-    lines += [f"- {note}" for note in [*p50_ratios(rows), *machine_notes(rows)]]
+    lines += [f"- {note}" for note in [*accuracy_notes(rows), *p50_ratios(rows),
+                                        *not_run_notes(rows), *machine_notes(rows)]]
     return "\n".join(lines).rstrip()
 
 
@@ -187,14 +205,44 @@ def p50_ratios(rows, top="xla", bottom="onnxruntime"):
            and r["scenario"] == "single_stream" and r["precision"] == "fp32"}
     lines = []
     for model in dict.fromkeys(m for m, _ in p50):
-        a, b = p50.get((model, top)), p50.get((model, bottom))
-        if a and b:
-            ratios = [_ratio(a.get(k), b.get(k)) for k in ("request_latency_p50_ms",
-                                                            "model_latency_p50_ms")]
-            words = " and ".join(f"{v:.2f}x {where}" for v, where in
-                                 zip(ratios, ("end to end", "in-model")) if v)
+        a, b = p50.get((model, top)) or {}, p50.get((model, bottom)) or {}
+        ratios = [_ratio(a.get(k), b.get(k)) for k in ("request_latency_p50_ms",
+                                                        "model_latency_p50_ms")]
+        words = " and ".join(f"{v:.2f}x {where}" for v, where in
+                             zip(ratios, ("end to end", "in-model")) if v)
+        if words:  # no line where neither latency was measured
             lines.append(f"{model}: single_stream p50 of {top} over {bottom} (FP32): {words}")
     return lines
+
+
+def accuracy_notes(rows):
+    """Per model, the FP32 fixed_batch accuracy of each runtime that ran it; one value where they
+    agree."""
+    accuracy = {}
+    for r in rows:
+        if (r.get("status") == "ok" and r["scenario"] == "fixed_batch" and r["precision"] == "fp32"
+                and r.get("accuracy") is not None):
+            accuracy.setdefault(r["model"], {})[r["runtime"]] = f"{r['accuracy']:.4f}"
+    lines = []
+    for model, by_runtime in accuracy.items():
+        values = set(by_runtime.values())
+        words = (f"{values.pop()} in every runtime ({', '.join(by_runtime)})"
+                 if len(values) == 1 and len(by_runtime) > 1
+                 else ", ".join(f"{runtime} {value}" for runtime, value in by_runtime.items()))
+        lines.append(f"{model}: fixed_batch accuracy in FP32: {words}")
+    return lines
+
+
+def not_run_notes(rows):
+    """The configurations without an ok row, with their rows' statuses (results.md's note column
+    says why)."""
+    statuses = {}
+    for r in rows:
+        statuses.setdefault((r["model"], r["runtime"], r["precision"]), set()).add(r["status"])
+    missing = [f"{' '.join(config)} ({', '.join(sorted(found))})"
+               for config, found in statuses.items() if "ok" not in found]
+    return [f"no ok row (the note column of results.md says why): {'; '.join(missing)}"
+            ] if missing else []
 
 
 def summary_cells(key, by_scenario):
@@ -243,20 +291,30 @@ def write_all(rows, out_dir, notes=()):
 
 def read_rows(out_dir):
     """The rows of `out_dir`/results.jsonl (UsageError for a line that is not a bench row)."""
-    return results_dir.read_rows(pathlib.Path(out_dir) / results_dir.RESULTS)
+    return results_dir.read_rows(pathlib.Path(out_dir) / results_dir.RESULTS,
+                                 fix=f"fix or delete that line of {results_dir.RESULTS}")
 
 
-def regenerated_markdown(out_dir):
-    """The results.md that `out_dir`'s results.jsonl makes (plots not drawn)."""
-    rows = read_rows(out_dir)
-    return markdown(rows, notes(rows) + plots.notes(rows))
+def regenerated(out_dir):
+    """{path: text} of the results.md and results.csv that `out_dir`'s results.jsonl makes
+    (plots not drawn)."""
+    out_dir, rows = pathlib.Path(out_dir), read_rows(out_dir)
+    return {out_dir / "results.md": markdown(rows, notes(rows) + plots.notes(rows)),
+            out_dir / "results.csv": csv_text(rows)}
+
+
+def draw_plots(out_dir):
+    """The charts of `out_dir`, drawn from its results.jsonl; their paths."""
+    paths, _ = plots.write_all(read_rows(out_dir), pathlib.Path(out_dir))
+    return paths
 
 
 def regenerate(out_dir):
     """results.md, results.csv and the plots of `out_dir`, rewritten from its results.jsonl."""
-    rows = read_rows(out_dir)
-    paths, plot_notes = plots.write_all(rows, out_dir)
-    return write_all(rows, out_dir, notes(rows) + plot_notes) + paths
+    reports = regenerated(out_dir)
+    for path, text in reports.items():
+        write_text(path, text)
+    return [*reports, *draw_plots(out_dir)]
 
 
 def main(argv=None):

@@ -28,8 +28,12 @@ def add_arguments(parser):
                        help="--out holds an earlier run's results: replace them")
 
 
-def read_rows(path):
-    """The rows of a results.jsonl, each a JSON object with its row's keys; UsageError otherwise."""
+OVERWRITE_FIX = "pass --overwrite to replace it, or another --out"
+
+
+def read_rows(path, fix=OVERWRITE_FIX):
+    """The rows of a results.jsonl, each a JSON object with its row's keys; otherwise UsageError,
+    whose advice is `fix` (the bench's by default: the reading command's flags differ)."""
     rows = []
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     for number, line in enumerate(lines, 1):
@@ -43,7 +47,7 @@ def read_rows(path):
                                              "status"} <= row.keys():
             raise cli.UsageError(f"{path}:{number} is not a row of serving.bench ({line[:60]!r})",
                                  "the results.jsonl an earlier serving.bench wrote",
-                                 "pass --overwrite to replace it, or another --out")
+                                 fix)
         rows.append(row)
     return rows
 

@@ -58,11 +58,37 @@ def prepare_listops(tmp, bad_row):
     return ["arena_tf.data", "prepare", "--task=listops", f"--data_dir={data}"]
 
 
+def damaged_pathfinder(tmp, damage, count):
+    """`count` generated Pathfinder images in `tmp`, `damage(dataset_dir)` applied; the dataset
+    directory."""
+    directory = pathfinder_set(tmp, count)
+    damage(directory)
+    return directory
+
+
 def prepare_pathfinder(tmp, damage, count=12):
-    """`count` generated Pathfinder images in `tmp`, `damage(dataset_dir)` applied."""
-    pathfinder_set(tmp, count)
-    damage(tmp / PATHFINDER_DIR)
+    damaged_pathfinder(tmp, damage, count)
     return ["arena_tf.data", "prepare", "--task=pathfinder", f"--data_dir={tmp}"]
+
+
+def distance_baseline(tmp, damage, *flags, count=5):
+    """`analysis distance-baseline` of `count` generated images, `damage(dataset_dir)` applied."""
+    return ["arena_tf.analysis", "distance-baseline",
+            str(damaged_pathfinder(tmp, damage, count)), *flags]
+
+
+def intact(directory):
+    """No damage."""
+
+
+def last_metadata_line(change):
+    """A damage: the last line of metadata/0.npy replaced by `change(its fields)` ([]: dropped)."""
+    def damage(directory):
+        metadata = directory / "metadata" / "0.npy"
+        lines = metadata.read_text().splitlines()
+        fields = change(lines[-1].split())
+        metadata.write_text("\n".join(lines[:-1] + [" ".join(fields)] * bool(fields)) + "\n")
+    return damage
 
 
 def short_metadata_line(directory):
@@ -163,6 +189,43 @@ CASES = {
     "analysis-bad-count": Case(
         "`--examples 0`", lambda tmp: ["arena_tf.analysis", "span", str(tmp), "--examples", "0"],
         "'0' is not a positive count"),
+    "analysis-distance-baseline-missing": Case(
+        "`distance-baseline` of a directory that does not exist",
+        lambda tmp: ["arena_tf.analysis", "distance-baseline", str(tmp / "nope")],
+        "nope: no such directory; expected a dataset the Pathfinder generator wrote"),
+    "analysis-distance-baseline-no-record": Case(
+        "`distance-baseline` of a dataset without generator.json (an LRA release's)",
+        lambda tmp: distance_baseline(tmp, lambda d: (d / "generator.json").unlink()),
+        "no generator.json, so no seed to draw its images again"),
+    "analysis-distance-baseline-not-a-record": Case(
+        "`distance-baseline` of a dataset whose generator.json reads `[]` (was: AttributeError)",
+        lambda tmp: distance_baseline(tmp, lambda d: (d / "generator.json").write_text("[]")),
+        "is no record of this Pathfinder generator (a JSON list, not an object)"),
+    "analysis-distance-baseline-other-difficulty": Case(
+        "`distance-baseline DIR --difficulty easy` of a hard dataset (the record says which)",
+        lambda tmp: distance_baseline(tmp, intact, "--difficulty", "easy"),
+        "expected pathfinder32/curv_baseline images, as --size and --difficulty say"),
+    "analysis-distance-baseline-fewer-images": Case(
+        "`distance-baseline` of a dataset whose metadata lists one image less than it records",
+        lambda tmp: distance_baseline(tmp, last_metadata_line(lambda fields: [])),
+        "4 images in its metadata where its generator.json records 5"),
+    "analysis-distance-baseline-other-label": Case(
+        "`distance-baseline` of a dataset with a label the generator did not draw",
+        lambda tmp: distance_baseline(tmp, last_metadata_line(
+            lambda fields: [*fields[:3], str(1 - int(fields[3])), *fields[4:]])),
+        "in the metadata, but image 4 drawn again with seed 0 has label"),
+    "analysis-distance-baseline-empty-split": Case(
+        "`distance-baseline` of 2 images: no test split (was: nan%)",
+        lambda tmp: distance_baseline(tmp, intact, count=2),
+        "its test split holds no image (2 images in all, split 80/10/10)"),
+    "generator-distance-baseline-count": Case(
+        "`generators.pathfinder --distance-baseline --count 1` (was: an internal error)",
+        lambda tmp: ["arena_tf.generators.pathfinder", "--distance-baseline", "--count", "1"],
+        "argument --count: '1' is not a whole number >= 2"),
+    "serving-report-without-results": Case(
+        "`serving.report DIR` of a directory without results.jsonl",
+        lambda tmp: (tmp / "bench").mkdir() or ["serving.report", str(tmp / "bench")],
+        "results.jsonl does not exist"),
     "benchmark-report-without-results": Case(
         "no benchmark results to report",
         lambda tmp: ["arena_tf.benchmark", "report", "--layers", str(tmp / "a.json"), "--train",

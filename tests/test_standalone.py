@@ -82,5 +82,8 @@ def test_the_checks_catch_what_they_are_for():
     assert not OUTSIDE.search("files go to OUT/work/offline/") and not OUTSIDE.search("/tmp/out")
     assert NAMED_PATH.findall("(tests/test_remat.py)") == ["tests/test_remat.py"]
     assert NAMED_PATH.findall("configs/models/<model>.yaml, state-spaces/s4:configs/x.yaml") == []
+    assert NAMED_PATH.findall("in docs/results/serving/results.jsonl.") == [
+        "docs/results/serving/results.jsonl"]
+    assert NAMED_PATH.findall("docs/results/serving/results.csv_old") == []
     assert placeholder("arena_tf/layers/NAME.py") and placeholder("tests/layers/test_NAME.py")
     assert not placeholder("tests/test_remat.py")

@@ -54,14 +54,14 @@ def serving_summary(text):
 
 def generated(plots=False):
     """{path: the text it should hold} of every generated page or section (with `plots`, the
-    reproduction report's PNGs are drawn too)."""
+    reproduction report's PNGs are drawn too; the serving charts are drawn by `main`)."""
     rows = read_results(RESULTS)
     return {
         report.REPORT: report.render(RESULTS, report.REPORT, plots=plots),
         README: report.with_summary(README.read_text(), rows),
         CATALOGUE: catalogue.with_table(CATALOGUE.read_text()),
         TRAINING_GUIDE: presets_table(TRAINING_GUIDE.read_text()),
-        SERVING / "results.md": serving_report.regenerated_markdown(SERVING),
+        **serving_report.regenerated(SERVING),  # results.md and results.csv
         SERVING_GUIDE: serving_summary(SERVING_GUIDE.read_text()),
     }
 
@@ -91,7 +91,7 @@ def main(argv=None):
         for path, text in generated(plots=True).items():
             files.write_text(path, text)
             print(f"regenerate_docs: wrote {path.relative_to(ROOT)}")
-        for path in serving_report.regenerate(SERVING):
+        for path in serving_report.draw_plots(SERVING):
             print(f"regenerate_docs: wrote {path.relative_to(ROOT)}")
         return 0
 

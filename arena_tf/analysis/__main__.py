@@ -3,8 +3,7 @@
     python -m arena_tf.analysis span runs/pathfinder-full [runs/text-full ...] [--examples 1000]
                                 [--out runs/analysis/span.png]
     python -m arena_tf.analysis attention runs/pathfinder-full --example 3
-    python -m arena_tf.analysis distance-baseline data/pathfinder/pathfinder32/curv_baseline \
-                                --difficulty easy
+    python -m arena_tf.analysis distance-baseline data/pathfinder/pathfinder32/curv_baseline
 
 `span` writes span.json into every run directory and, for several runs (or with --out), a bar
 chart (default runs/analysis/span.png); `attention` writes attention_example_<N>.png into the run
@@ -45,9 +44,11 @@ def parse_args(argv):
         "own splits: fitted on all of its train split, scored on all of its test split")
     baseline.add_argument("dataset_dir", metavar="DIR",
                           help="a dataset the Pathfinder generator wrote (holding generator.json)")
-    baseline.add_argument("--size", type=int, choices=(32, 128), default=32)
-    baseline.add_argument("--difficulty", choices=("easy", "intermediate", "hard"),
-                          default="hard", help="the dataset's difficulty (default: hard, LRA's)")
+    baseline.add_argument("--size", type=int, choices=sorted(generator.CONFIGS),
+                          help="refuse the dataset unless its generator.json records this size")
+    baseline.add_argument("--difficulty", choices=list(generator.DIFFICULTIES),
+                          help="refuse the dataset unless its generator.json records this "
+                               "difficulty")
     attention = commands.add_parser("attention", help="attention maps and rollout of one example")
     attention.add_argument("run_dir", metavar="RUN_DIR", help="run directory of training")
     attention.add_argument("--example", type=int, default=0,
@@ -71,13 +72,12 @@ def span_command(args):
 
 def distance_baseline_command(args):
     """Print the marker-distance baseline of a generated Pathfinder dataset's test split (its
-    markers drawn again from the seed it records, about 1.6 ms per image)."""
-    config = generator.config_for(args.size, args.difficulty)
-    result = split_distance_baseline(args.dataset_dir, config)
+    markers drawn again from the seed and settings it records)."""
+    result = split_distance_baseline(args.dataset_dir, args.size, args.difficulty)
     print(generator.baseline_line(
-        args.size, args.difficulty, result.threshold, result.train_accuracy, result.test_accuracy,
-        f"the {result.train_count} images of its train split",
-        f"the test split of {args.dataset_dir}, {result.test_count} images"))
+        result.config, result.threshold, result.train_accuracy, result.test_accuracy,
+        f"the test split of {args.dataset_dir}, {result.test_count} images",
+        f"its train split of {result.train_count} images"))
     return 0
 
 

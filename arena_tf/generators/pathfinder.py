@@ -26,6 +26,7 @@ and seed).
     python -m arena_tf.generators.pathfinder --distance-baseline --difficulty easy --count 4000
 """
 
+import argparse
 import dataclasses
 import functools
 import json
@@ -90,11 +91,8 @@ class PathfinderConfig:
 
     @property
     def release_path(self):
-        """Directory of this dataset inside an LRA release, e.g. pathfinder32/curv_contour_length_14
-        (the easy difficulty, contour length 6, is curv_baseline)."""
-        folder = "curv_baseline" if self.contour_length == 6 else \
-            f"curv_contour_length_{self.contour_length}"
-        return f"pathfinder{self.size}/{folder}"
+        """Directory of this dataset inside an LRA release (`release_path`)."""
+        return release_path(self.size, self.contour_length)
 
     def clearance(self, gap):
         """Least distance between the centre lines of two paddles that are not neighbours."""
@@ -133,6 +131,22 @@ def config_for(size, difficulty="hard"):
     return dataclasses.replace(CONFIGS[size], contour_length=contour,
                                distractor_length=contour // 3,
                                num_distractors=DISTRACTOR_PADDLES[size] // (contour // 3))
+
+
+def release_path(size, contour_length):
+    """Directory of a dataset inside an LRA release, e.g. pathfinder32/curv_contour_length_14 (the
+    easy difficulty, contour length 6, is curv_baseline)."""
+    folder = "curv_baseline" if contour_length == 6 else f"curv_contour_length_{contour_length}"
+    return f"pathfinder{size}/{folder}"
+
+
+def config_name(config):
+    """"pathfinder32 easy" for the LRA settings of a size and difficulty (`config_for`); the
+    release path and "other drawing settings" for any other config."""
+    for difficulty in DIFFICULTIES if config.size in CONFIGS else ():
+        if config_for(config.size, difficulty) == config:
+            return f"pathfinder{config.size} {difficulty}"
+    return f"{config.release_path} (other drawing settings)"
 
 
 @dataclasses.dataclass
@@ -585,6 +599,14 @@ def marker_distance_baseline(config, count, seed=0):
     return threshold, fitted, threshold_accuracy(threshold, distances[half:], labels[half:])
 
 
+def example_count(text):
+    """argparse type of --count: a whole number of at least 2 (the distance baseline fits on one
+    half and scores the other)."""
+    if not text.isdigit() or int(text) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 2")
+    return int(text)
+
+
 def parse_args(argv=None):
     parser = cli.ArgumentParser(prog="python -m arena_tf.generators.pathfinder",
                                 description=__doc__.split("\n\n")[0])
@@ -598,7 +620,8 @@ def parse_args(argv=None):
     parser.add_argument("--size", type=int, choices=sorted(CONFIGS), default=32)
     parser.add_argument("--difficulty", choices=list(DIFFICULTIES), default="hard",
                         help="contour length 6, 9 or 14 (LRA: hard)")
-    parser.add_argument("--count", type=int, default=16, help="examples in the preview")
+    parser.add_argument("--count", type=example_count, default=16,
+                        help="examples in the preview or the distance baseline (at least 2)")
     parser.add_argument("--num-examples", type=int, default=200_000)
     parser.add_argument("--processes", type=int, default=None, help="default: all CPUs")
     parser.add_argument("--seed", type=int, default=0)
@@ -637,9 +660,9 @@ def run(args):
         return
     if args.distance_baseline:
         threshold, fitted, held_out = marker_distance_baseline(config, args.count, args.seed)
-        print(baseline_line(args.size, args.difficulty, threshold, fitted, held_out,
-                            f"the {args.count // 2}",
-                            f"{args.count - args.count // 2} held-out examples"))
+        print(baseline_line(config, threshold, fitted, held_out,
+                            f"{args.count - args.count // 2} held-out examples",
+                            f"{args.count // 2} fresh examples"))
         return
     logging.basicConfig(format="%(message)s", level=logging.INFO)
     if (Path(args.out_dir) / config.release_path).exists():
@@ -653,12 +676,13 @@ def run(args):
           f"({args.num_examples / seconds:.0f} images/s)")
 
 
-def baseline_line(size, difficulty, threshold, fitted, scored, fitted_on, scored_on):
+def baseline_line(config, threshold, fitted, scored, scored_on, fitted_on):
     """The one line of --distance-baseline: the rule, its accuracy where it was scored and where
-    it was fitted."""
-    return (f"pathfinder{size} {difficulty}: marker distance < {threshold:.2f} px "
-            f"called positive scores {scored:.1%} on {scored_on} ({fitted:.1%} on {fitted_on} "
-            "it was fitted on; chance 50%)")
+    it was fitted: "<size> <difficulty>: marker distance < T px called positive scores S on
+    SCORED_ON (F, fitted on FITTED_ON; chance 50%)"."""
+    return (f"{config_name(config)}: marker distance < {threshold:.2f} px called positive "
+            f"scores {scored:.1%} on {scored_on} ({fitted:.1%}, fitted on {fitted_on}; "
+            "chance 50%)")
 
 
 if __name__ == "__main__":

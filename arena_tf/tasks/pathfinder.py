@@ -69,7 +69,7 @@ GRAY_MODES = ("L", "1", "LA")  # Pillow modes whose grey is decode_png's (channe
 METADATA_FORMAT = ("lines 'imgs/<k> sample_<n>.png index label ...' (at least 4 fields, label 0 "
                    "or 1) in metadata/<number>.npy text files, as in the LRA release")
 SplitBaseline = collections.namedtuple(
-    "SplitBaseline", "threshold train_accuracy test_accuracy train_count test_count")
+    "SplitBaseline", "threshold train_accuracy test_accuracy train_count test_count config")
 
 
 class SkippedImageWarning(UserWarning):
@@ -214,70 +214,103 @@ def png_pixels(path, count):
     return pixels
 
 
-def split_distance_baseline(dataset_dir, config):
+def split_distance_baseline(dataset_dir, size=None, difficulty=None):
     """The marker-distance baseline (`generator.marker_distance_baseline`) on a generated
     dataset's own splits, split as the task splits it (`read_index`, `split_bounds`): the threshold
     is fitted on every image of the train split and scored on every image of the test split. Each
-    image's markers are drawn again (`generator.marker_cues`, about 1.5 ms per image) from the seed
-    and settings its generator.json records, image i of the metadata order being the generator's
-    image i; its metadata label must be the one drawn again.
+    image's markers are drawn again (`generator.marker_cues`) from the seed and settings its
+    generator.json records, image i of the metadata order being the generator's image i; its
+    metadata label must be the one drawn again.
 
     Args:
         dataset_dir: a dataset directory `generator.write_dataset` wrote (holding generator.json).
-        config: the PathfinderConfig it must have been generated with.
+        size: None, or the size (32, 128) the record must name.
+        difficulty: None, or the difficulty ("easy", "intermediate", "hard") the record must name.
 
     Returns:
-        SplitBaseline(threshold, train_accuracy, test_accuracy, train_count, test_count). A
-        DataNotFoundError or BadDataError (one line, exit 2 on the command line) when the directory
-        is missing, is not such a dataset of `config`, lists another number of images than it
-        records, or holds a label the generator did not draw.
+        SplitBaseline(threshold, train_accuracy, test_accuracy, train_count, test_count, config),
+        config being the recorded PathfinderConfig. A DataNotFoundError or BadDataError (one line,
+        exit 2 on the command line) when the directory is missing, is not such a dataset (or not
+        of `size` / `difficulty`), lists another number of images than it records, has an empty
+        train or test split, or holds a label the generator did not draw.
     """
-    info = _generated_info(dataset_dir, config)
+    info, config = _generated_info(dataset_dir, size, difficulty)
     index = read_index(dataset_dir)
     if len(index) != info["num_examples"]:
         raise BadDataError(
             f"{dataset_dir}: {len(index)} images in its metadata where its {generator.INFO_FILE} "
             f"records {info['num_examples']}", "every image the generator wrote, listed once",
             _repair_advice(dataset_dir))
-    train, test = (range(*split_bounds(len(index), split)) for split in ("train", "test"))
+    train, test = (_nonempty_split(dataset_dir, len(index), split) for split in ("train", "test"))
     with Progress(f"pathfinder: drawing the markers of {dataset_dir} again",
                   len(train) + len(test), "images") as progress:
         fit = _checked_cues(dataset_dir, config, info["seed"], index, train, progress)
         scored = _checked_cues(dataset_dir, config, info["seed"], index, test, progress)
     threshold, train_accuracy = generator.best_threshold(*fit)
     test_accuracy = generator.threshold_accuracy(threshold, *scored)
-    return SplitBaseline(threshold, train_accuracy, test_accuracy, len(train), len(test))
+    return SplitBaseline(threshold, train_accuracy, test_accuracy, len(train), len(test), config)
 
 
-def _generated_info(dataset_dir, config):
-    """The generator.json of a dataset the generator wrote with `config`; a DataNotFoundError or
-    BadDataError when `dataset_dir` is not one."""
-    expected = (f"a dataset the Pathfinder generator wrote with {config.release_path} settings "
-                f"(the folder holding {generator.INFO_FILE})")
+def _nonempty_split(dataset_dir, count, split):
+    """The positions of `split` among `count` images; a BadDataError when it holds none."""
+    positions = range(*split_bounds(count, split))
+    if not positions:
+        raise BadDataError(f"{dataset_dir}: its {split} split holds no image ({count} images in "
+                           "all, split 80/10/10)", "a dataset of 5 images or more",
+                           "generate more images (--num-examples)")
+    return positions
+
+
+def _generated_info(dataset_dir, size, difficulty):
+    """(generator.json, its PathfinderConfig) of a dataset the generator wrote, of `size` and
+    `difficulty` where given; a DataNotFoundError or BadDataError when `dataset_dir` is not one."""
+    expected = ("a dataset the Pathfinder generator wrote (the folder holding "
+                f"{generator.INFO_FILE})")
+    record = Path(dataset_dir) / generator.INFO_FILE
     if not Path(dataset_dir).is_dir():
         raise DataNotFoundError(f"{dataset_dir}: no such directory", expected,
                                 "pass the folder that the generator's --out-dir made")
     try:
         info = generator.read_info(dataset_dir)
-    except ValueError:  # not JSON (or not text): no generator's record
-        info = {}
+    except ValueError:  # not JSON (or not text)
+        raise BadDataError(f"{record}: not JSON", expected, f"delete {dataset_dir} to generate it "
+                           "again, or pass another generated dataset") from None
     if info is None:
         raise BadDataError(f"{dataset_dir}: no {generator.INFO_FILE}, so no seed to draw its "
                            "images again (an LRA release has none)", expected,
-                           f"pass ROOT/{config.release_path} of a generated ROOT")
-    asked, kind = generator.dataset_info(config, None, None, None), ("generator", "version")
-    if [info.get(key) for key in kind] != [asked[key] for key in kind]:
-        raise BadDataError(f"{dataset_dir}/{generator.INFO_FILE} is no record of this Pathfinder "
-                           f"generator (generator {info.get('generator')!r}, version "
-                           f"{info.get('version')!r})", expected,
-                           "pass a generated Pathfinder dataset")
-    if info["config"] != asked["config"]:
-        recorded = generator.config_from_info(info)
-        other = " with other drawing settings" * (recorded.release_path == config.release_path)
-        raise BadDataError(f"{dataset_dir} holds {recorded.release_path} images{other}", expected,
-                           "pass the size and difficulty it was generated with (--size, "
-                           "--difficulty)")
-    return info
+                           "pass pathfinder<size>/<folder> of a generated ROOT")
+    ours = generator.dataset_info(generator.PATHFINDER32, None, None, None)
+    if _writer(info) != _writer(ours):
+        raise BadDataError(f"{record} is no record of this Pathfinder generator ({_writer(info)})",
+                           expected, "pass a generated Pathfinder dataset")
+    return info, _recorded_config(dataset_dir, info, size, difficulty)
+
+
+def _writer(info):
+    """Who a generator.json says wrote it ("generator 'G', version V"), or what JSON it holds when
+    it is no object."""
+    if not isinstance(info, dict):
+        return f"a JSON {type(info).__name__}, not an object"
+    return f"generator {info.get('generator')!r}, version {info.get('version')!r}"
+
+
+def _recorded_config(dataset_dir, info, size, difficulty):
+    """The PathfinderConfig of a generator.json; a BadDataError when it is not of `size` or
+    `difficulty` (None: any)."""
+    try:
+        config = generator.config_from_info(info)
+    except (KeyError, TypeError, ValueError) as error:
+        raise BadDataError(f"{dataset_dir}/{generator.INFO_FILE}: no Pathfinder config ({error})",
+                           "the config the generator recorded",
+                           f"delete {dataset_dir} to generate it again") from None
+    asked = generator.release_path(size or config.size,
+                                   generator.DIFFICULTIES.get(difficulty, config.contour_length))
+    if asked != config.release_path:
+        raise BadDataError(f"{dataset_dir} holds {config.release_path} images (its "
+                           f"{generator.INFO_FILE})", f"{asked} images, as --size and "
+                           "--difficulty say", "leave out --size and --difficulty: the record "
+                           "says which")
+    return config
 
 
 def _checked_cues(dataset_dir, config, seed, index, positions, progress):

@@ -108,6 +108,23 @@ def test_throughput_ratios_compare_runtimes_and_precisions_per_model_and_scenari
             in text)
 
 
+def test_one_model_has_no_mean_rows():
+    rows = [ok_row("a", "offline", "tf", "fp32", 100.0),
+            ok_row("a", "offline", "onnxruntime", "fp32", 150.0)]
+    text = report.markdown(rows)
+    assert "| a | offline | 1.50x |" in text and "all models" not in text
+
+
+def test_the_energy_note_names_an_estimate_s_source_once():
+    row = {"energy_source": "codecarbon (estimated)",
+           "energy_note": "estimated by codecarbon, no sensor readable: RAPL: none"}
+    assert report.energy_note(row) == ("energy: estimated by codecarbon, no sensor readable: "
+                                       "RAPL: none")
+    assert report.energy_note({"energy_source": "rapl", "energy_note": "package 0"}) == \
+        "energy: rapl (package 0)"
+    assert report.energy_note({"energy_source": None}) == "energy: none"
+
+
 def test_no_ratio_table_without_a_pair():
     assert "ratios" not in report.markdown(ROWS)
 
@@ -134,7 +151,21 @@ def test_the_report_is_rewritten_from_results_jsonl_alone(tmp_path):
     (tmp_path / "results.md").unlink()
     assert report.main([str(tmp_path)]) == 0
     assert (tmp_path / "results.md").read_text() == written
-    assert report.regenerated_markdown(tmp_path) == written
+    assert report.regenerated(tmp_path)[tmp_path / "results.md"] == written
+
+
+def test_regenerating_writes_each_report_once_and_leaves_the_rows_alone(tmp_path, monkeypatch):
+    """What `make docs` writes and what its --check compares: results.md and results.csv."""
+    rows = run_rows()
+    report.write_all(rows, tmp_path)
+    source = (tmp_path / "results.jsonl").read_text()
+    monkeypatch.setattr(report.plots, "write_all", lambda rows, out_dir: ([], []))
+    expected = {tmp_path / "results.md", tmp_path / "results.csv"}
+    assert set(report.regenerated(tmp_path)) == expected
+    written = report.regenerate(tmp_path)
+    assert sorted(written) == sorted(expected)  # each once, results.jsonl not among them
+    assert (tmp_path / "results.jsonl").read_text() == source
+    assert (tmp_path / "results.csv").read_text() == report.csv_text(rows)
 
 
 def test_the_summary_names_the_p50_ratio_and_the_machine():
@@ -145,7 +176,43 @@ def test_the_summary_names_the_p50_ratio_and_the_machine():
     assert "machine: Test CPU 9000, 2 cores" in text
 
 
+def test_a_machine_without_load_averages_is_named_without_them():
+    rows = [{k: v for k, v in row.items() if k != "load_average"} for row in run_rows()]
+    assert report.machine_notes(rows) == ["machine: Test CPU 9000, 2 cores (4 rows)"]
+    assert "machine: Test CPU 9000, 2 cores (4 rows)" in report.summary(rows)
+
+
+def test_no_p50_line_without_either_latency():
+    rows = [{k: v for k, v in row.items() if "latency" not in k} for row in run_rows()]
+    assert report.p50_ratios(rows) == []
+    assert "(FP32):" not in report.summary(rows)
+
+
+def test_the_summary_says_whether_fp32_accuracies_agree_and_what_did_not_run():
+    rows = run_rows()
+    assert report.accuracy_notes(rows) == [
+        "a: fixed_batch accuracy in FP32: 0.5000 in every runtime (onnxruntime, xla)"]
+    rows[-2]["accuracy"] = 0.25  # xla's fixed_batch row
+    assert report.accuracy_notes(rows) == [
+        "a: fixed_batch accuracy in FP32: onnxruntime 0.5000, xla 0.2500"]
+    assert report.not_run_notes(rows) == []
+    text = report.summary([*rows, ROWS[1]])
+    assert "- no ok row (the note column of results.md says why): a onnxruntime fp16 " \
+           "(unsupported)" in text
+
+
 def test_the_report_command_refuses_a_directory_without_results(tmp_path, capsys):
     assert report.main([str(tmp_path)]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "results.jsonl does not exist" in error[0]
+
+
+def test_the_report_command_says_how_to_mend_a_line_that_is_not_a_row(tmp_path, capsys):
+    """The advice fits `python -m serving.report`, which has no --overwrite or --out."""
+    (tmp_path / "results.jsonl").write_text(json.dumps(ROWS[0]) + "\n{not json\n")
+    assert report.main([str(tmp_path)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("error: ")
+    assert "results.jsonl:2 is not a row of serving.bench" in error[0]
+    assert error[0].endswith("; fix or delete that line of results.jsonl")
+    assert "--overwrite" not in error[0]

@@ -244,9 +244,20 @@ def test_distance_baseline_scores_the_marker_cue_on_held_out_examples(capsys):
     # Easy contours are short, so a positive's markers sit closer: the cue alone beats chance.
     assert held_out > 0.6
     generator.main(["--distance_baseline", "--difficulty", "easy", "--count", "40"])
-    assert capsys.readouterr().out.startswith("pathfinder32 easy: marker distance < ")
+    out = capsys.readouterr().out
+    assert out.startswith("pathfinder32 easy: marker distance < ")
+    assert "on 20 held-out examples (" in out and ", fitted on 20 fresh examples; chance" in out
     # LRA's hard contours (14 paddles) wander far enough that the cue is weaker there.
     assert generator.marker_distance_baseline(hard, 400, seed=1)[2] < held_out - 0.1
+
+
+@pytest.mark.parametrize("count", ["0", "1", "-3", "two"])
+def test_distance_baseline_needs_two_examples_or_more(count, capsys):
+    with pytest.raises(SystemExit) as exit:
+        generator.main(["--distance-baseline", "--count", count])
+    error = capsys.readouterr().err.strip()
+    assert exit.value.code == 2 and "\n" not in error
+    assert error.startswith(f"error: argument --count: {count!r} is not a whole number >= 2")
 
 
 @pytest.fixture(scope="module")
@@ -265,11 +276,12 @@ def _drawn_cues(config, seed, indices):
 
 def test_distance_baseline_on_a_dataset_fits_its_train_split_and_scores_its_test_split(easy_set):
     easy = generator.config_for(32, "easy")
-    result = split_distance_baseline(easy_set, easy)
+    result = split_distance_baseline(easy_set)  # the settings from its generator.json
     threshold, fitted = generator.best_threshold(*_drawn_cues(easy, 3, range(160)))
     distances, labels = _drawn_cues(easy, 3, range(180, 200))
     scored = np.mean((np.array(distances) < threshold) == np.array(labels))
-    assert result == (threshold, fitted, scored, 160, 20)
+    assert result == (threshold, fitted, scored, 160, 20, easy)
+    assert split_distance_baseline(easy_set, size=32, difficulty="easy") == result
 
 
 def test_distance_baseline_on_a_dataset_refuses_a_label_the_generator_did_not_draw(
@@ -280,46 +292,68 @@ def test_distance_baseline_on_a_dataset_refuses_a_label_the_generator_did_not_dr
     fields = lines[-1].split()
     fields[3] = str(1 - int(fields[3]))
     metadata.write_text("\n".join([*lines[:-1], " ".join(fields)]) + "\n")
-    assert analysis_main(["distance-baseline", str(altered), "--difficulty", "easy"]) == 2
+    assert analysis_main(["distance-baseline", str(altered)]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "sample_7.png: label 0 in the metadata" in errors[0]
     assert "image 199 drawn again with seed 3 has label 1" in errors[0]
 
 
-@pytest.mark.parametrize("case, message", [
-    ("missing", "no such directory"), ("no info", "no generator.json"),
-    ("listops", "no record of this Pathfinder generator"),
-    ("other size", "holds pathfinder32/curv_baseline images; expected a dataset the Pathfinder "
-                   "generator wrote with pathfinder128/curv_contour_length_14 settings"),
-    ("fewer images", "199 images in its metadata where its generator.json records 200"),
-])
-def test_distance_baseline_refuses_what_is_not_a_whole_generated_dataset(
-        easy_set, tmp_path, capsys, case, message):
-    copy = Path(shutil.copytree(easy_set, tmp_path / "copy"))
-    info = json.loads((copy / generator.INFO_FILE).read_text())
-    size = "128" if case == "other size" else "32"
+def _damaged_copy(easy_set, directory, case):
+    """A copy of `easy_set` in `directory`, damaged as `case` says."""
+    copy = Path(shutil.copytree(easy_set, directory))
+    record = copy / generator.INFO_FILE
+    info = json.loads(record.read_text())
     if case == "no info":
-        (copy / generator.INFO_FILE).unlink()
+        record.unlink()
     if case == "listops":
-        info["generator"] = "arena_tf.generators.listops"
-        (copy / generator.INFO_FILE).write_text(json.dumps(info))
+        record.write_text(json.dumps({**info, "generator": "arena_tf.generators.listops"}))
+    if case == "not JSON":
+        record.write_text(record.read_text()[:50])
+    if case == "a JSON list":
+        record.write_text("[]")
     if case == "fewer images":
         metadata = copy / "metadata" / "3.npy"
         metadata.write_text("\n".join(metadata.read_text().splitlines()[:-1]) + "\n")
+    return copy
+
+
+@pytest.mark.parametrize("case, flags, message", [
+    ("missing", [], "no such directory"), ("no info", [], "no generator.json"),
+    ("listops", [], "no record of this Pathfinder generator (generator "
+                    "'arena_tf.generators.listops', version 1)"),
+    ("not JSON", [], "generator.json: not JSON; expected a dataset the Pathfinder generator wrote"),
+    ("a JSON list", [], "no record of this Pathfinder generator (a JSON list, not an object)"),
+    ("other size", ["--size", "128"], "holds pathfinder32/curv_baseline images (its "
+                                      "generator.json); expected pathfinder128/curv_baseline"),
+    ("other difficulty", ["--size", "32", "--difficulty", "hard"],
+     "expected pathfinder32/curv_contour_length_14 images, as --size and --difficulty say; leave "
+     "out --size and --difficulty"),
+    ("fewer images", [], "199 images in its metadata where its generator.json records 200"),
+])
+def test_distance_baseline_refuses_what_is_not_a_whole_generated_dataset(
+        easy_set, tmp_path, capsys, case, flags, message):
+    copy = _damaged_copy(easy_set, tmp_path / "copy", case)
     directory = tmp_path / "nowhere" if case == "missing" else copy
-    argv = ["distance-baseline", str(directory), "--size", size]
-    assert analysis_main([*argv, "--difficulty", "hard" if size == "128" else "easy"]) == 2
+    assert analysis_main(["distance-baseline", str(directory), *flags]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: ") and "\n" not in error and message in error
 
 
+@pytest.mark.parametrize("count, split", [(0, "train"), (4, "test")])
+def test_distance_baseline_refuses_an_empty_split(tmp_path, count, split):
+    directory = generator.write_dataset(tmp_path, generator.config_for(32, "easy"), count,
+                                        processes=1)
+    with pytest.raises(tasks.BadDataError, match=f"its {split} split holds no image \\({count} "
+                                                 "images in all"):
+        split_distance_baseline(directory)
+
+
 def test_the_analysis_distance_baseline_command_names_the_test_split(easy_set, capsys):
-    argv = ["distance-baseline", str(easy_set), "--difficulty", "easy"]
-    assert analysis_main(argv) == 0
+    assert analysis_main(["distance-baseline", str(easy_set)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("pathfinder32 easy: marker distance < ")
     assert f"on the test split of {easy_set}, 20 images (" in out
-    assert "on the 160 images of its train split it was fitted on; chance 50%)" in out
+    assert "%, fitted on its train split of 160 images; chance 50%)" in out
 
 
 def test_a_read_only_task_refuses_to_generate(tmp_path):

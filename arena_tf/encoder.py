@@ -42,8 +42,8 @@ def sinusoids(positions, width):
     pairs at rates 10000^(-2i / width)."""
     rates = ops.exp(ops.arange(0, width, 2, dtype="float32") * (-math.log(10000.0) / width))
     angles = positions[:, None] * rates[None, :]
-    table = ops.reshape(ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1), (-1, 2 * ((width + 1) // 2)))
-    return table[:, :width]
+    pairs = ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1)  # [n, width / 2 rounded up, 2]
+    return ops.reshape(pairs, (-1, 2 * ops.shape(rates)[0]))[:, :width]
 
 
 def grid_sinusoids(max_len, width):

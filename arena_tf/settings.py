@@ -172,7 +172,7 @@ def check_grid_positions(model, error):
     if model.position_embedding == "sinusoidal_2d" and side * side != model.max_len:
         raise error(f"model.position_embedding=sinusoidal_2d needs a square image, but the input "
                     f"has {model.max_len} positions", "a max_len that is a square (1024 = 32 x 32)",
-                    "use it with the image, pathfinder or pathx task, or another position_embedding")
+                    "use it with the image, pathfinder or pathx task, or another position embedding")
 
 
 def check_activations(experiment, error):

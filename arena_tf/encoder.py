@@ -66,6 +66,10 @@ class PositionEmbedding(keras.layers.Layer):
 
     def __init__(self, max_len, kind="sinusoidal", **kwargs):
         super().__init__(**kwargs)
+        extra = max_len - math.isqrt(max_len) ** 2
+        if kind == "sinusoidal_2d" and extra not in (0, 1):
+            raise ValueError(f"sinusoidal_2d positions need a square image (with at most a CLS token "
+                             f"in front), but max_len is {max_len}")
         self.max_len = max_len
         self.kind = kind
 

@@ -57,6 +57,11 @@ def test_row_and_column_positions_give_each_pixel_its_row_and_its_column(pooling
     assert not np.allclose(model(x), model(transposed), atol=1e-5)
 
 
+def test_row_and_column_positions_refuse_a_sequence_that_is_not_a_square_image():
+    with pytest.raises(ValueError, match="square image.*max_len is 18"):
+        build_classifier(tiny(pooling="mean", position_embedding="sinusoidal_2d", max_len=18))
+
+
 def test_two_tower_shares_one_encoder_and_is_symmetric_in_shape():
     model = build_classifier(tiny(two_tower=True, num_classes=2))
     assert [i.name for i in model.inputs] == ["tokens_1", "tokens_2"]

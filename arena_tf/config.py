@@ -91,6 +91,11 @@ class ModelConfig:
         return self.qkv_dim // self.num_heads
 
     @property
+    def reads_pixels(self):
+        """Whether the tokens are pixels (image, pathfinder, pathx): every id is real, none pads."""
+        return self.padding_id is None
+
+    @property
     def encoder_len(self):
         """Positions the attention sees: the input plus the CLS token when pooling by CLS."""
         return self.max_len + (self.pooling == "cls")

@@ -46,32 +46,43 @@ def sinusoids(positions, width):
     return ops.reshape(pairs, (-1, 2 * ops.shape(rates)[0]))[:, :width]
 
 
-def grid_sinusoids(max_len, width):
-    """[max_len, width] embeddings of a square image read row by row: the first half of the width
-    encodes the row, the second the column (the 2-D sine-cosine table of MAE, He et al. 2022). With
-    max_len one above a square (a CLS token in front), position 0 gets zeros."""
-    side = math.isqrt(max_len)
+def grid_sinusoids(max_len, width, prefix=0):
+    """[max_len, width] embeddings of a square image read row by row after `prefix` other tokens
+    (a CLS token in front), which get zeros: the first half of the width encodes the row, the
+    second the column (MAE's 2-D sine-cosine table, He et al. 2022, up to the order of channels)."""
+    side = math.isqrt(max_len - prefix)
+    if side * side != max_len - prefix:
+        raise ValueError(f"sinusoidal_2d positions need a square image, but max_len is {max_len} "
+                         f"with {prefix} token(s) in front of the image")
     cells = ops.arange(side * side, dtype="float32")
     rows, columns = ops.floor(cells / side), ops.mod(cells, side)
     half = width // 2
     table = ops.concatenate([sinusoids(rows, half), sinusoids(columns, width - half)], axis=-1)
-    return ops.pad(table, [[max_len - side * side, 0], [0, 0]])
+    return ops.pad(table, [[prefix, 0], [0, 0]])
+
+
+# config.position_embedding -> [length, width] table added to the inputs, from the layer's settings.
+POSITION_TABLES = {
+    "sinusoidal": lambda layer, length, width: sinusoids(
+        ops.cast(ops.arange(length), "float32"), width),
+    "sinusoidal_2d": lambda layer, length, width: grid_sinusoids(
+        layer.max_len, width, layer.prefix)[:length],
+    "learned": lambda layer, length, width: layer.table[:length],
+    "none": None,
+}
 
 
 @SERIALIZABLE
 class PositionEmbedding(keras.layers.Layer):
     """Adds position embeddings to [batch, length, width]: "sinusoidal" (Vaswani et al.),
-    "sinusoidal_2d" (row and column of a square image, `grid_sinusoids`), "learned", or "none"
-    (state-space mixers carry position in their kernels, as in S4)."""
+    "sinusoidal_2d" (row and column of a square image after `prefix` tokens, `grid_sinusoids`),
+    "learned", or "none" (state-space mixers carry position in their kernels, as in S4)."""
 
-    def __init__(self, max_len, kind="sinusoidal", **kwargs):
+    def __init__(self, max_len, kind="sinusoidal", prefix=0, **kwargs):
         super().__init__(**kwargs)
-        extra = max_len - math.isqrt(max_len) ** 2
-        if kind == "sinusoidal_2d" and extra not in (0, 1):
-            raise ValueError(f"sinusoidal_2d positions need a square image (with at most a CLS token "
-                             f"in front), but max_len is {max_len}")
-        self.max_len = max_len
-        self.kind = kind
+        self.max_len, self.kind, self.prefix = max_len, kind, prefix
+        if kind == "sinusoidal_2d":
+            grid_sinusoids(max_len, 2, prefix)  # refuses a max_len that is not a square image
 
     def build(self, input_shape):
         if self.kind == "learned":
@@ -82,19 +93,14 @@ class PositionEmbedding(keras.layers.Layer):
             )
 
     def call(self, x):
-        length, width = ops.shape(x)[1], x.shape[-1]
-        if self.kind == "none":
+        table = POSITION_TABLES[self.kind]
+        if table is None:
             return x
-        if self.kind == "learned":
-            table = self.table[:length]
-        elif self.kind == "sinusoidal_2d":
-            table = grid_sinusoids(self.max_len, width)[:length]
-        else:
-            table = sinusoids(ops.cast(ops.arange(length), "float32"), width)
-        return x + ops.cast(table, x.dtype)[None]
+        return x + ops.cast(table(self, ops.shape(x)[1], x.shape[-1]), x.dtype)[None]
 
     def get_config(self):
-        return {**super().get_config(), "max_len": self.max_len, "kind": self.kind}
+        return {**super().get_config(), "max_len": self.max_len, "kind": self.kind,
+                "prefix": self.prefix}
 
 
 @SERIALIZABLE
@@ -214,8 +220,9 @@ class Encoder(keras.layers.Layer):
         self.config = config if isinstance(config, ModelConfig) else ModelConfig(**config)
         c = self.config
         self.token_embedding = TOKEN_EMBEDDINGS[c.token_embedding](c, self.dtype_policy)
-        self.position_embedding = PositionEmbedding(c.encoder_len, c.position_embedding,
-                                                    name="position_embedding", dtype=self.dtype_policy)
+        self.position_embedding = PositionEmbedding(
+            c.encoder_len, c.position_embedding, prefix=c.encoder_len - c.max_len,
+            name="position_embedding", dtype=self.dtype_policy)
         self.dropout = keras.layers.Dropout(c.dropout, seed=c.seed, dtype=self.dtype_policy)
         self.blocks = [
             TransformerBlock(

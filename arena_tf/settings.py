@@ -167,12 +167,19 @@ def check_with_the_data(experiment, error):
 
 
 def check_grid_positions(model, error):
-    """Row-and-column positions need a square image, read row by row."""
+    """Row-and-column positions need pixels of a square image, read row by row."""
+    if model.position_embedding != "sinusoidal_2d":
+        return
+    fix = "use it with the image, pathfinder or pathx task, or another position embedding"
+    if not model.reads_pixels:
+        raise error(f"model.position_embedding=sinusoidal_2d gives each token an image row and "
+                    f"column, but these tokens are not pixels (the task pads with id "
+                    f"{model.padding_id})", "a pixel task (image, pathfinder, pathx)", fix)
     side = math.isqrt(model.max_len)
-    if model.position_embedding == "sinusoidal_2d" and side * side != model.max_len:
+    if side * side != model.max_len:
         raise error(f"model.position_embedding=sinusoidal_2d needs a square image, but the input "
                     f"has {model.max_len} positions", "a max_len that is a square (1024 = 32 x 32)",
-                    "use it with the image, pathfinder or pathx task, or another position embedding")
+                    fix)
 
 
 def check_activations(experiment, error):

@@ -23,7 +23,7 @@ import pytest
 from arena_tf import settings
 from arena_tf.markdown import table
 from tests.one_line import assert_one_error_line
-from tests.tasks.helpers import PATHFINDER_DIR, pathfinder_set, write_listops
+from tests.tasks.helpers import pathfinder_set, write_listops
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "guide" / "bad-input.md"
@@ -221,7 +221,7 @@ CASES = {
     "generator-distance-baseline-count": Case(
         "`generators.pathfinder --distance-baseline --count 1` (was: an internal error)",
         lambda tmp: ["arena_tf.generators.pathfinder", "--distance-baseline", "--count", "1"],
-        "argument --count: '1' is not a whole number >= 2"),
+        "--distance-baseline --count 1 leaves nothing to fit or to score"),
     "serving-report-without-results": Case(
         "`serving.report DIR` of a directory without results.jsonl",
         lambda tmp: (tmp / "bench").mkdir() or ["serving.report", str(tmp / "bench")],
@@ -261,6 +261,10 @@ CASES = {
         "`--set model.token_embedding=intensity` on ListOps (its tokens are symbols, not pixels)",
         lambda tmp: train(tmp, "--set", "model.token_embedding=intensity"),
         "reads token ids as pixel brightness, but listops's tokens are not pixels"),
+    "train-grid-positions-on-text": Case(
+        "`--set model.position_embedding=sinusoidal_2d` on ListOps (no image rows and columns)",
+        lambda tmp: train(tmp, "--set", "model.position_embedding=sinusoidal_2d"),
+        "gives each token an image row and column, but these tokens are not pixels"),
     "prepare-listops-one-column": Case(
         "a ListOps TSV row with one column", lambda tmp: prepare_listops(tmp, "[MIN 3 4 ]"),
         "basic_train.tsv:3: 1 tab-separated column instead of 2 ('[MIN 3 4 ]'); expected "

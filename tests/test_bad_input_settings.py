@@ -98,12 +98,20 @@ def test_attention_lengths_past_the_input_are_refused_once_the_length_is_known()
 
 
 def test_row_and_column_positions_are_refused_on_a_sequence_that_is_not_a_square_image():
-    config = load_experiment("listops", "full", ["model.position_embedding=sinusoidal_2d"]).model
+    config = load_experiment("image", "full", ["model.position_embedding=sinusoidal_2d"]).model
+    pixels = dataclasses.replace(config, padding_id=None)
     with pytest.raises(ConfigError) as refused:
-        declared.check_grid_positions(dataclasses.replace(config, max_len=2000), ConfigError)
+        declared.check_grid_positions(dataclasses.replace(pixels, max_len=2000), ConfigError)
     assert_one_error_line(f"error: {refused.value}\n", "needs a square image, but the input has "
                                                         "2000 positions")
-    declared.check_grid_positions(dataclasses.replace(config, max_len=1024), ConfigError)
+    declared.check_grid_positions(dataclasses.replace(pixels, max_len=1024), ConfigError)
+
+
+def test_row_and_column_positions_are_refused_on_tokens_that_are_not_pixels():
+    config = load_experiment("text", "full", ["model.position_embedding=sinusoidal_2d"]).model
+    with pytest.raises(ConfigError) as refused:
+        declared.check_grid_positions(dataclasses.replace(config, max_len=1024), ConfigError)
+    assert_one_error_line(f"error: {refused.value}\n", "these tokens are not pixels")
 
 
 def test_a_batch_whose_activations_overflow_32_bit_indices_is_refused_with_the_data_length():

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-
-from arena_tf.config import ConfigError, ModelConfig
+from arena_tf.config import POSITION_EMBEDDINGS, ConfigError, ModelConfig
+from arena_tf.encoder import POSITION_TABLES, PositionEmbedding, sinusoids
 from arena_tf.models import build_classifier, load_classifier
 
 
@@ -37,29 +37,54 @@ def test_without_positions_full_attention_with_mean_pooling_ignores_token_order(
     assert not np.allclose(with_positions(x), with_positions(shuffled), atol=1e-5)
 
 
+def dense_sinusoids(positions, width):
+    """The sinusoidal table written out: column 2i is sin(p / 10000^(2i / width)), 2i + 1 cos."""
+    columns = np.arange(width)
+    angles = np.asarray(positions, float)[:, None] / 10000.0 ** (2 * (columns // 2) / width)
+    return np.where(columns % 2 == 0, np.sin(angles), np.cos(angles))
+
+
+@pytest.mark.parametrize("width", [6, 7])
+def test_sinusoids_equal_the_written_out_formula_for_even_and_odd_widths(width):
+    positions = np.arange(40, dtype="float32")
+    np.testing.assert_allclose(np.asarray(sinusoids(positions, width)),
+                               dense_sinusoids(positions, width), atol=1e-5)
+
+
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_row_and_column_positions_give_each_pixel_its_row_and_its_column(pooling):
-    """A 4 x 4 image read row by row: pixel (r, c) gets the 1-D table's row r in the first half of
-    the width and its row c in the second; a CLS token in front gets nothing."""
-    from arena_tf.encoder import PositionEmbedding, sinusoids
-
-    cls = pooling == "cls"
-    added = np.asarray(PositionEmbedding(16 + cls, "sinusoidal_2d")(np.zeros((1, 16 + cls, 12))))[0]
-    one_d = np.asarray(sinusoids(np.arange(4, dtype="float32"), 6))
+    """A 4 x 4 image read row by row, width 13: pixel (r, c) gets the sine table of r in the first
+    6 columns and of c in the other 7; a CLS token in front gets nothing."""
+    cls = int(pooling == "cls")
+    layer = PositionEmbedding(16 + cls, "sinusoidal_2d", prefix=cls)
+    added = np.asarray(layer(np.zeros((1, 16 + cls, 13))))[0]
     for row, column in [(0, 0), (1, 3), (3, 2)]:
-        expected = np.concatenate([one_d[row], one_d[column]])
-        np.testing.assert_allclose(added[cls + 4 * row + column], expected, atol=1e-6)
-    if cls:
-        assert not added[0].any()
-    model = build_classifier(tiny(pooling=pooling, position_embedding="sinusoidal_2d", max_len=16))
+        expected = np.concatenate([dense_sinusoids([row], 6)[0], dense_sinusoids([column], 7)[0]])
+        np.testing.assert_allclose(added[cls + 4 * row + column], expected, atol=1e-5)
+    assert not added[:cls].any()
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_a_classifier_with_row_and_column_positions_saves_and_loads(pooling, tmp_path):
+    model = build_classifier(tiny(pooling=pooling, position_embedding="sinusoidal_2d", max_len=16,
+                                  padding_id=None))
+    encoder = model.get_layer("encoder").position_embedding
+    assert (encoder.kind, encoder.prefix) == ("sinusoidal_2d", int(pooling == "cls"))
     x = tokens(length=16)
-    transposed = x.reshape(3, 4, 4).transpose(0, 2, 1).reshape(3, 16)
-    assert not np.allclose(model(x), model(transposed), atol=1e-5)
+    model.save(tmp_path / "model.keras")
+    np.testing.assert_array_equal(model.predict(x, verbose=0),
+                                  load_classifier(tmp_path / "model.keras").predict(x, verbose=0))
 
 
-def test_row_and_column_positions_refuse_a_sequence_that_is_not_a_square_image():
-    with pytest.raises(ValueError, match="square image.*max_len is 18"):
-        build_classifier(tiny(pooling="mean", position_embedding="sinusoidal_2d", max_len=18))
+@pytest.mark.parametrize("max_len, pooling", [(18, "mean"), (17, "mean"), (18, "cls")])
+def test_row_and_column_positions_refuse_a_sequence_that_is_not_a_square_image(max_len, pooling):
+    encoder_len = max_len + (pooling == "cls")
+    with pytest.raises(ValueError, match=f"square image, but max_len is {encoder_len}"):
+        build_classifier(tiny(pooling=pooling, position_embedding="sinusoidal_2d", max_len=max_len))
+
+
+def test_every_position_embedding_setting_has_a_table():
+    assert set(POSITION_TABLES) == set(POSITION_EMBEDDINGS)
 
 
 def test_two_tower_shares_one_encoder_and_is_symmetric_in_shape():

@@ -600,10 +600,9 @@ def marker_distance_baseline(config, count, seed=0):
 
 
 def example_count(text):
-    """argparse type of --count: a whole number of at least 2 (the distance baseline fits on one
-    half and scores the other)."""
-    if not text.isdigit() or int(text) < 2:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 2")
+    """argparse type of --count: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
     return int(text)
 
 
@@ -621,7 +620,8 @@ def parse_args(argv=None):
     parser.add_argument("--difficulty", choices=list(DIFFICULTIES), default="hard",
                         help="contour length 6, 9 or 14 (LRA: hard)")
     parser.add_argument("--count", type=example_count, default=16,
-                        help="examples in the preview or the distance baseline (at least 2)")
+                        help="examples in the preview, or in the distance baseline (at least 2: "
+                             "it fits on one half and scores the other)")
     parser.add_argument("--num-examples", type=int, default=200_000)
     parser.add_argument("--processes", type=int, default=None, help="default: all CPUs")
     parser.add_argument("--seed", type=int, default=0)
@@ -659,6 +659,10 @@ def run(args):
         print(write_preview(args.preview, config, args.count, args.seed))
         return
     if args.distance_baseline:
+        if args.count < 2:
+            raise cli.UsageError(f"--distance-baseline --count {args.count} leaves nothing to fit "
+                                 "or to score", "at least 2 examples (one half fits, the other "
+                                 "scores)", "pass --count 2 or more (e.g. --count 20000)")
         threshold, fitted, held_out = marker_distance_baseline(config, args.count, args.seed)
         print(baseline_line(config, threshold, fitted, held_out,
                             f"{args.count - args.count // 2} held-out examples",

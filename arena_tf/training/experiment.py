@@ -71,7 +71,7 @@ def check_derived_overrides(model, derived, overrides, task_config):
 
 def check_token_embedding(model, task_name):
     """ConfigError when pixel brightness is asked of a task whose tokens are not pixels."""
-    if model.token_embedding == "intensity" and model.padding_id is not None:
+    if model.token_embedding == "intensity" and not model.reads_pixels:
         raise ConfigError(
             f"model.token_embedding=intensity reads token ids as pixel brightness, but {task_name}'s "
             f"tokens are not pixels (it pads with id {model.padding_id})",

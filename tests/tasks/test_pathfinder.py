@@ -215,6 +215,8 @@ def test_previews_frame_positives_green_and_negatives_red(release, tmp_path):
     path = tmp_path / "cli.png"
     generator.main(["--preview", str(path), "--size", "32", "--count", "4"])
     assert _frame_colours(path, 4, 8) == [red, green, red, green]  # label = index % 2
+    generator.main(["--preview", str(tmp_path / "one.png"), "--size", "32", "--count", "1"])
+    assert _frame_colours(tmp_path / "one.png", 1, 8) == [red]
     task = tasks.get("pathfinder", data_dir=release)
     (line,) = task.preview(tmp_path / "task")
     labels = [label for _, label in task.examples("train")[:16]]
@@ -251,13 +253,20 @@ def test_distance_baseline_scores_the_marker_cue_on_held_out_examples(capsys):
     assert generator.marker_distance_baseline(hard, 400, seed=1)[2] < held_out - 0.1
 
 
-@pytest.mark.parametrize("count", ["0", "1", "-3", "two"])
-def test_distance_baseline_needs_two_examples_or_more(count, capsys):
+@pytest.mark.parametrize("count", ["0", "-3", "two"])
+def test_count_must_be_a_whole_number_of_one_or_more(count, capsys):
     with pytest.raises(SystemExit) as exit:
         generator.main(["--distance-baseline", "--count", count])
     error = capsys.readouterr().err.strip()
     assert exit.value.code == 2 and "\n" not in error
-    assert error.startswith(f"error: argument --count: {count!r} is not a whole number >= 2")
+    assert error.startswith(f"error: argument --count: {count!r} is not a whole number >= 1")
+
+
+def test_distance_baseline_needs_two_examples_or_more(capsys):
+    assert generator.main(["--distance-baseline", "--count", "1"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and error.startswith(
+        "error: --distance-baseline --count 1 leaves nothing to fit or to score")
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ report is regenerated from results.json alone."""
 
 import dataclasses
 import json
+import re
 import shlex
 import shutil
 
@@ -372,3 +373,15 @@ def test_recorded_commands_read_the_same_in_either_flag_spelling():
     new = "python -m arena_tf.train --preset=cpu --data-dir=short --set=model.pooling=cls"
     assert report.settings_of(old) == report.settings_of(new) == {
         "preset": "cpu", "data_dir": "short", "model.pooling": "cls"}
+
+
+def test_the_intermediate_pathfinder_target_is_its_recorded_distance_baseline_plus_five_points():
+    """pathfinder-intermediate's target stands on the distance rule's score on the suite's own test
+    split, as `analysis distance-baseline` printed it into distance-baselines.txt."""
+    recorded = (suites_module.ROOT / "docs" / "results" / "reproduction"
+                / "distance-baselines.txt").read_text()
+    found = re.search(r"pathfinder32 intermediate: .* scores ([\d.]+)% on the test split of "
+                      r"data/pathfinder/pathfinder32/curv_contour_length_9", recorded)
+    suite = load_suite("pathfinder-intermediate")
+    assert "task.params.difficulty=intermediate" in suite.overrides
+    assert suite.target == pytest.approx(float(found.group(1)) + 5.0)

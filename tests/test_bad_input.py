@@ -200,7 +200,7 @@ CASES = {
     "analysis-distance-baseline-not-a-record": Case(
         "`distance-baseline` of a dataset whose generator.json reads `[]` (was: AttributeError)",
         lambda tmp: distance_baseline(tmp, lambda d: (d / "generator.json").write_text("[]")),
-        "is no record of this Pathfinder generator (a JSON list, not an object)"),
+        "names a JSON list, not an object, not this Pathfinder generator"),
     "analysis-distance-baseline-other-difficulty": Case(
         "`distance-baseline DIR --difficulty easy` of a hard dataset (the record says which)",
         lambda tmp: distance_baseline(tmp, intact, "--difficulty", "easy"),

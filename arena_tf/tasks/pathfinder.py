@@ -281,8 +281,9 @@ def _generated_info(dataset_dir, size, difficulty):
                            "pass pathfinder<size>/<folder> of a generated ROOT")
     ours = generator.dataset_info(generator.PATHFINDER32, None, None, None)
     if _writer(info) != _writer(ours):
-        raise BadDataError(f"{record} is no record of this Pathfinder generator ({_writer(info)})",
-                           expected, "pass a generated Pathfinder dataset")
+        raise BadDataError(f"{record} names {_writer(info)}, not this Pathfinder generator "
+                           f"({_writer(ours)})", expected, f"delete {dataset_dir} to generate it "
+                           "again with this version, or pass a dataset it generated")
     return info, _recorded_config(dataset_dir, info, size, difficulty)
 
 

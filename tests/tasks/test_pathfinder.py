@@ -316,6 +316,8 @@ def _damaged_copy(easy_set, directory, case):
         record.unlink()
     if case == "listops":
         record.write_text(json.dumps({**info, "generator": "arena_tf.generators.listops"}))
+    if case == "older version":
+        record.write_text(json.dumps({**info, "version": 0}))
     if case == "not JSON":
         record.write_text(record.read_text()[:50])
     if case == "a JSON list":
@@ -328,10 +330,11 @@ def _damaged_copy(easy_set, directory, case):
 
 @pytest.mark.parametrize("case, flags, message", [
     ("missing", [], "no such directory"), ("no info", [], "no generator.json"),
-    ("listops", [], "no record of this Pathfinder generator (generator "
-                    "'arena_tf.generators.listops', version 1)"),
+    ("listops", [], "names generator 'arena_tf.generators.listops', version 1, not this "
+                    "Pathfinder generator (generator 'arena_tf.generators.pathfinder', version"),
+    ("older version", [], "version 0, not this Pathfinder generator"),
     ("not JSON", [], "generator.json: not JSON; expected a dataset the Pathfinder generator wrote"),
-    ("a JSON list", [], "no record of this Pathfinder generator (a JSON list, not an object)"),
+    ("a JSON list", [], "names a JSON list, not an object, not this Pathfinder generator"),
     ("other size", ["--size", "128"], "holds pathfinder32/curv_baseline images (its "
                                       "generator.json); expected pathfinder128/curv_baseline"),
     ("other difficulty", ["--size", "32", "--difficulty", "hard"],

@@ -24,6 +24,7 @@ import os
 import pathlib
 import select
 import sys
+import tempfile
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -217,19 +218,33 @@ def kebab(name):
     return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
 
 
-def output_file(path, flag="--out"):
-    """`path` as a file a command may write: UsageError when it names a directory or a folder on
-    its way is a file (a user's mistake, found before anything is written); missing folders are
-    made."""
+def output_file(path, flag="--out", example="out.jsonl"):
+    """`path` as a file a command may write: UsageError when it names a directory or its folder
+    cannot be made or written (`output_dir`), found before anything is written."""
     path = pathlib.Path(path)
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory", "the path of a file to write",
-                         f"name a file, e.g. {flag} {path / 'out.jsonl'}")
-    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+                         f"name a file, e.g. {flag} {path / example}")
+    output_dir(path.parent, flag)
+    return path
+
+
+def output_dir(path, flag="--out-dir"):
+    """`path` as a folder a command may write into, made when missing: UsageError, before anything
+    is written, when a file stands there or on its way, or the folder cannot be made or written
+    (no such place, no permission, a read-only disk)."""
+    path = pathlib.Path(path)
+    blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise UsageError(f"{flag} {path}: {blocking} is a file, not a folder",
-                         "a file in a folder", "name a path whose folders are folders")
-    path.parent.mkdir(parents=True, exist_ok=True)
+                         "a folder, or a path whose folders are folders", f"choose another {flag}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()  # what mkdir lets through, writing refuses
+    except OSError as error:
+        raise UsageError(f"{flag} {path}: cannot write there ({error.strerror or error})",
+                         "a folder this user can create and write", f"choose another {flag}"
+                         ) from None
     return path
 
 

@@ -222,6 +222,21 @@ CASES = {
         "`generators.pathfinder --distance-baseline --count 1` (was: an internal error)",
         lambda tmp: ["arena_tf.generators.pathfinder", "--distance-baseline", "--count", "1"],
         "--distance-baseline --count 1 leaves nothing to fit or to score"),
+    "generator-preview-is-a-directory": Case(
+        "`generators.pathfinder --preview DIR` naming a folder (was: an internal error)",
+        lambda tmp: ["arena_tf.generators.pathfinder", "--preview", str(tmp)],
+        "is a directory; expected the path of a file to write; name a file, e.g. --preview"),
+    "generator-out-dir-under-a-file": Case(
+        "`generators.listops --out-dir FILE/x`, a file on its way (was: an internal error)",
+        lambda tmp: (tmp / "notes").write_text("") or [
+            "arena_tf.generators.listops", "--out-dir", str(tmp / "notes" / "x")],
+        "notes is a file, not a folder; expected a folder"),
+    "generator-out-dir-cannot-be-made": Case(
+        "`generators.pathfinder --out-dir` where no folder can be made (/proc; was: an internal "
+        "error)",
+        lambda tmp: ["arena_tf.generators.pathfinder", "--out-dir", "/proc/arena_tf_data",
+                     "--num-examples", "4"],
+        "--out-dir /proc/arena_tf_data: cannot write there"),
     "serving-report-without-results": Case(
         "`serving.report DIR` of a directory without results.jsonl",
         lambda tmp: (tmp / "bench").mkdir() or ["serving.report", str(tmp / "bench")],

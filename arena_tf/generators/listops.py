@@ -312,7 +312,7 @@ def main(argv=None):
 
 def run(args):
     started = time.perf_counter()
-    generate(args.out_dir, ListOpsSpec(seed=args.seed), processes=args.processes)
+    generate(cli.output_dir(args.out_dir), ListOpsSpec(seed=args.seed), processes=args.processes)
     print(f"generated ListOps into {args.out_dir} in {time.perf_counter() - started:.1f} s")
 
 

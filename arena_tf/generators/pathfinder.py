@@ -553,10 +553,9 @@ def preview_grid(images, labels, columns=8, scale=None):
 def write_preview(path, config, count=16, seed=0):
     """Draw `count` fresh examples and save their grid as a PNG at `path`; return the path."""
     examples = [generate_example(config, seed, index) for index in range(count)]
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    preview_grid([e.image for e in examples], [e.label for e in examples]).save(path)
-    return path
+    with atomic_writer(path, "wb") as out:
+        preview_grid([e.image for e in examples], [e.label for e in examples]).save(out, "PNG")
+    return Path(path)
 
 
 def best_threshold(distances, labels):
@@ -656,7 +655,8 @@ def main(argv=None):
 def run(args):
     config = config_for(args.size, args.difficulty)
     if args.preview:
-        print(write_preview(args.preview, config, args.count, args.seed))
+        path = cli.output_file(args.preview, "--preview", example="grid.png")
+        print(write_preview(path, config, args.count, args.seed))
         return
     if args.distance_baseline:
         if args.count < 2:
@@ -669,6 +669,7 @@ def run(args):
                             f"{args.count // 2} fresh examples"))
         return
     logging.basicConfig(format="%(message)s", level=logging.INFO)
+    cli.output_dir(args.out_dir)
     if (Path(args.out_dir) / config.release_path).exists():
         print(f"{write_dataset(args.out_dir, config, args.num_examples, args.seed)}: already there")
         return

@@ -232,20 +232,31 @@ def output_file(path, flag="--out", example="out.jsonl"):
 def output_dir(path, flag="--out-dir"):
     """`path` as a folder a command may write into, made when missing: UsageError, before anything
     is written, when a file stands there or on its way, or the folder cannot be made or written
-    (no such place, no permission, a read-only disk)."""
+    (no such place, no permission, a read-only disk). `flag`: the option that named it (None for
+    a place the command chose)."""
     path = pathlib.Path(path)
+    named, fix = (f"{flag} {path}", f"choose another {flag}") if flag else (
+        f"{path}", "free that place or write elsewhere")
     blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
     if blocking is not None:
-        raise UsageError(f"{flag} {path}: {blocking} is a file, not a folder",
-                         "a folder, or a path whose folders are folders", f"choose another {flag}")
+        where = "" if blocking == path else f": {blocking}"
+        raise UsageError(f"{named}{where} is a file, not a folder",
+                         "a folder, or a path whose folders are folders", fix)
     try:
         path.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=path).close()  # what mkdir lets through, writing refuses
     except OSError as error:
-        raise UsageError(f"{flag} {path}: cannot write there ({error.strerror or error})",
-                         "a folder this user can create and write", f"choose another {flag}"
-                         ) from None
+        raise UsageError(f"{named}: cannot write there ({error.strerror or error})",
+                         "a folder this user can create and write", fix) from None
     return path
+
+
+def not_a_folder(path, written):
+    """UsageError when a folder stands where the file `written` is to replace `path`."""
+    if pathlib.Path(path).is_dir() and not pathlib.Path(written).is_dir():
+        raise UsageError(f"{path} is a folder, where a file is to be written",
+                         "a file or nothing at that path", "move that folder away, or write "
+                         "elsewhere")
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -15,6 +15,8 @@ import re
 import shutil
 import tempfile
 
+from arena_tf import cli
+
 OLD = "old"  # inside a temporary directory: the previous directory while it is being replaced
 
 
@@ -89,12 +91,13 @@ def atomic_path(path):
     Temporaries that killed writers of `path` left behind are removed first.
     """
     path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    cli.output_dir(path.parent, flag=None)  # one line, not a traceback, where it cannot be written
     remove_stale_temporaries(path)
     prefix = f"{_temporary_prefix(path)}{os.getpid()}."
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=path.parent)) / path.name
     try:
         yield tmp
+        cli.not_a_folder(path, tmp)
         if path.is_dir() and tmp.is_dir():
             old = tmp.parent / OLD
             os.replace(path, old)  # a directory cannot be replaced in one step; keep the old one
@@ -112,14 +115,17 @@ def staged(directory):
     plots are written whole or not at all)."""
     directory = pathlib.Path(directory)
     created = not directory.exists()
-    directory.mkdir(parents=True, exist_ok=True)
+    cli.output_dir(directory, flag=None)
     remove_stale_temporaries(directory / STAGE)  # those of killed writers
     stage = pathlib.Path(tempfile.mkdtemp(
         prefix=f"{_temporary_prefix(directory / STAGE)}{os.getpid()}.", dir=directory))
     try:
         yield stage
-        for written in sorted(stage.iterdir()):
-            os.replace(written, directory / written.name)
+        written = sorted(stage.iterdir())
+        for each in written:  # every target checked before the first file moves in
+            cli.not_a_folder(directory / each.name, each)
+        for each in written:
+            os.replace(each, directory / each.name)
     except BaseException:
         if created:
             shutil.rmtree(directory, ignore_errors=True)  # made for this output alone

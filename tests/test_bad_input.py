@@ -280,6 +280,10 @@ CASES = {
         "`--set model.position_embedding=sinusoidal_2d` on ListOps (no image rows and columns)",
         lambda tmp: train(tmp, "--set", "model.position_embedding=sinusoidal_2d"),
         "gives each token an image row and column, but these tokens are not pixels"),
+    "train-run-dir-holding-a-config-folder": Case(
+        "`--run-dir` holding a folder named config.yaml (was: an internal error)",
+        lambda tmp: (tmp / "run" / "config.yaml").mkdir(parents=True) or train(tmp),
+        "config.yaml is a folder, where the run writes a file"),
     "prepare-listops-one-column": Case(
         "a ListOps TSV row with one column", lambda tmp: prepare_listops(tmp, "[MIN 3 4 ]"),
         "basic_train.tsv:3: 1 tab-separated column instead of 2 ('[MIN 3 4 ]'); expected "

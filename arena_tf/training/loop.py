@@ -33,8 +33,8 @@ from arena_tf.schedules import make_optimizer
 from arena_tf.training import auto_precision, events, utilisation
 from arena_tf.training.errors import Interrupted, RunDirError, TrainingError
 from arena_tf.training.run_dir import (CHECKPOINT_FORMATS, RunLock, check_same_experiment,
-                                       checkpoint_steps, first_existing, remove_created,
-                                       stale_artifacts)
+                                       check_writable, checkpoint_steps, first_existing,
+                                       remove_created, stale_artifacts)
 from arena_tf.training.verdict import summary, verdict
 
 
@@ -104,9 +104,7 @@ class Loop:
         self.chief = distribution.chief
         self.verbose = verbose and self.chief
         self.run_dir = pathlib.Path(run_dir)
-        if self.run_dir.exists() and not self.run_dir.is_dir():
-            raise RunDirError(f"cannot write to run directory {self.run_dir} (a file is there)",
-                              "a directory", "choose another --run-dir")
+        check_writable(self.run_dir)
         check_same_experiment(self.run_dir, config)  # early; checked again under the lock
         self.progress = progress or Progress.steps(self.train.num_train_steps, self.verbose)
         self.progress.total = self.train.num_train_steps

@@ -87,12 +87,28 @@ class RunLock(FileLock):
             f"wait for {who} to finish or stop it, or choose another --run-dir"))
 
 
+RUN_FILES = ("config.yaml", "metrics.json", "model.keras")  # what a run writes at its top
+
+
+def check_writable(run_dir):
+    """Refuse a run directory that is a file, or where a folder stands in the place of a file the
+    run writes (found before training, not after it)."""
+    run_dir = pathlib.Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"cannot write to run directory {run_dir} (a file is there)",
+                          "a directory", "choose another --run-dir")
+    folder = next((run_dir / name for name in RUN_FILES if (run_dir / name).is_dir()), None)
+    if folder is not None:
+        raise RunDirError(f"cannot write to run directory {run_dir}: {folder.name} is a folder, "
+                          "where the run writes a file", f"no folders named {', '.join(RUN_FILES)} "
+                          "there", "move that folder away, or choose another --run-dir")
+
+
 def stale_artifacts(run_dir):
     """What an earlier start that left no checkpoint put in a run directory: config.yaml, event
     files, metrics.json, model.keras and an orphan checkpoint state file."""
     run_dir = pathlib.Path(run_dir)
-    found = [run_dir / name for name in ("config.yaml", "metrics.json", "model.keras",
-                                         "checkpoints/checkpoint")]
+    found = [run_dir / name for name in (*RUN_FILES, "checkpoints/checkpoint")]
     found = [path for path in found if path.exists()]
     for split in (".", "train", "validation"):  # "." : the config and hparams record
         found += sorted((run_dir / split).glob("events.out.tfevents.*"))

@@ -1,0 +1,34 @@
+"""Atomic writes refuse a place they cannot write in one line (cli.UsageError), leaving what was
+there as it was."""
+
+import pytest
+
+from arena_tf import cli, files
+
+
+def test_a_file_written_where_a_folder_stands_is_refused_and_the_folder_kept(tmp_path):
+    (tmp_path / "report.md" / "inside").mkdir(parents=True)
+    with pytest.raises(cli.UsageError, match="report.md is a folder, where a file is to be"):
+        files.write_text(tmp_path / "report.md", "text")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+    assert (tmp_path / "report.md" / "inside").is_dir()
+
+
+def test_staged_outputs_move_none_in_when_one_of_their_places_is_a_folder(tmp_path):
+    (tmp_path / "page.md").mkdir()
+    with pytest.raises(cli.UsageError, match="page.md is a folder"):
+        with files.staged(tmp_path) as stage:
+            (stage / "chart.png").write_bytes(b"png")
+            (stage / "page.md").write_text("page")
+    assert [p.name for p in tmp_path.iterdir()] == ["page.md"]
+
+
+@pytest.mark.parametrize("place, words", [
+    ("notes/x.json", "notes is a file, not a folder"),
+    ("/proc/arena_tf_test/x.json", "/proc/arena_tf_test: cannot write there"),
+])
+def test_a_folder_that_cannot_be_made_is_one_usage_error(tmp_path, place, words):
+    (tmp_path / "notes").write_text("")
+    with pytest.raises(cli.UsageError, match=words):
+        files.write_json(tmp_path / place, {"a": 1})
+    assert [p.name for p in tmp_path.iterdir()] == ["notes"]

@@ -225,26 +225,28 @@ def output_file(path, flag="--out", example="out.jsonl"):
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory", "the path of a file to write",
                          f"name a file, e.g. {flag} {path / example}")
-    output_dir(path.parent, flag)
+    output_dir(path.parent, flag, make=False)
     return path
 
 
-def output_dir(path, flag="--out-dir"):
-    """`path` as a folder a command may write into, made when missing: UsageError, before anything
-    is written, when a file stands there or on its way, or the folder cannot be made or written
-    (no such place, no permission, a read-only disk). `flag`: the option that named it (None for
-    a place the command chose)."""
+def output_dir(path, flag="--out-dir", make=True):
+    """`path` as a folder a command may write into: UsageError, before anything is written, when a
+    file stands there or on its way, or it cannot be made or written (no such place, no
+    permission, a read-only disk). `flag`: the option that named it (None for a place the command
+    chose). `make`: make it now (else only its nearest existing folder is tried, so that a
+    command that fails later leaves no empty folder)."""
     path = pathlib.Path(path)
     named, fix = (f"{flag} {path}", f"choose another {flag}") if flag else (
         f"{path}", "free that place or write elsewhere")
-    blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
-    if blocking is not None:
-        where = "" if blocking == path else f": {blocking}"
+    nearest = next(p for p in (path, *path.parents) if p.exists())
+    if not nearest.is_dir():
+        where = "" if nearest == path else f": {nearest}"
         raise UsageError(f"{named}{where} is a file, not a folder",
                          "a folder, or a path whose folders are folders", fix)
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()  # what mkdir lets through, writing refuses
+        if make:
+            path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path if make else nearest).close()  # what mkdir lets through
     except OSError as error:
         raise UsageError(f"{named}: cannot write there ({error.strerror or error})",
                          "a folder this user can create and write", fix) from None

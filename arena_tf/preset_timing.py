@@ -159,16 +159,16 @@ def measure(args):
     if unknown:
         raise cli.UsageError(f"unknown task {unknown[0]!r} in --tasks", f"some of {', '.join(TASKS)}",
                              "fix the --tasks list")
+    out = cli.output_dir(args.out, "--out")
+    results_path = cli.output_file(args.results, "--results", example="presets.json")
+    old = json.loads(results_path.read_text()) if results_path.exists() else {}
     rows = []
     for task in tasks:
         print(f"presets: {task} with {args.model}, tiny preset, beside {args.busy} busy "
               f"process(es); timing starts now (data generation included)", flush=True)
-        rows.append(measure_one(task, args.model, args.busy, pathlib.Path(args.out), args.timeout,
-                                args.mock_data))
+        rows.append(measure_one(task, args.model, args.busy, out, args.timeout, args.mock_data))
         print(f"presets: {task}: {minutes(rows[-1]['seconds'])}, {result_cell(rows[-1])}",
               flush=True)
-    results_path = pathlib.Path(args.results)
-    old = json.loads(results_path.read_text()) if results_path.exists() else {}
     results = merge(old, rows)
     files.write_json(results_path, results)
     print(f"presets: wrote {results_path}; `make docs` shows it in the training guide")

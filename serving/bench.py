@@ -242,16 +242,12 @@ def check_device(device):
 
 def out_dir(args, targets):
     """--out, or runs/serving/<the models' names> (relative to the current directory, as every
-    command's runs/); BenchError if it names a file."""
+    command's runs/), made; UsageError where a file stands there or on its way, or it cannot be
+    made or written (`cli.output_dir`)."""
     if args.out:
-        out = pathlib.Path(args.out)
-    else:
-        models = "+".join(dict.fromkeys(t.model for t in targets))
-        out = DEFAULT_OUT_ROOT / (plots.safe_name(models)[:100] or "bench")
-    if out.exists() and not out.is_dir():
-        raise BenchError(f"--out {out} is a file", "a directory for the results",
-                         "pass another --out")
-    return out
+        return cli.output_dir(args.out, "--out")
+    models = "+".join(dict.fromkeys(t.model for t in targets))
+    return cli.output_dir(DEFAULT_OUT_ROOT / (plots.safe_name(models)[:100] or "bench"), None)
 
 
 # -- targets ------------------------------------------------------------------------------------
@@ -650,9 +646,9 @@ def run(args):
     options = scenario_options(args)
     check_device(args.device)
     targets = all_targets(args)
-    out = out_dir(args, targets)
     if all(t.unsupported for t in targets):
         raise nothing_to_run(targets)
+    out = out_dir(args, targets)
     with results_dir.claim(out, args.existing) as kept:  # one bench per --out (locked)
         return bench_into(args, chosen, options, targets, out, list(kept))
 

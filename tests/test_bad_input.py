@@ -237,6 +237,27 @@ CASES = {
         lambda tmp: ["arena_tf.generators.pathfinder", "--out-dir", "/proc/arena_tf_data",
                      "--num-examples", "4"],
         "--out-dir /proc/arena_tf_data: cannot write there"),
+    "benchmark-output-is-a-directory": Case(
+        "`benchmark layers --output DIR`, a folder (was: an internal error after the measurement)",
+        lambda tmp: ["arena_tf.benchmark", "layers", "--output", str(tmp)],
+        "is a directory; expected the path of a file to write; name a file, e.g. --output"),
+    "benchmark-gpu-report-of-another-benchmark": Case(
+        "`benchmark gpu --report-only` of another benchmark's JSON (was: KeyError)",
+        lambda tmp: (tmp / "layers.json").write_text('{"benchmark": "layers", "rows": []}') and [
+            "arena_tf.benchmark", "gpu", "--report-only", "--output", str(tmp / "layers.json"),
+            "--report", str(tmp / "gpu.md")],
+        "holds no results of `benchmark gpu`"),
+    "span-out-is-a-directory": Case(
+        "`analysis span RUN --out DIR`, a folder (was: an internal error after the measurement)",
+        lambda tmp: ["arena_tf.analysis", "span", str(tmp / "run"), "--out", str(tmp)],
+        "is a directory; expected the path of a file to write; name a file, e.g. --out"),
+    "preset-timing-out-under-a-file": Case(
+        "`preset_timing measure --out FILE/x` (was: exit 0 and a 'not measured' row)",
+        lambda tmp: (tmp / "notes").write_text("") or [
+            "arena_tf.preset_timing", "measure", "--tasks", "listops", "--out",
+            str(tmp / "notes" / "x"), "--results", str(tmp / "presets.json")],
+        "notes is a file, not a folder; expected a folder, or a path whose folders are folders; "
+        "choose another --out"),
     "serving-report-without-results": Case(
         "`serving.report DIR` of a directory without results.jsonl",
         lambda tmp: (tmp / "bench").mkdir() or ["serving.report", str(tmp / "bench")],

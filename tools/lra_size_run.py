@@ -9,7 +9,6 @@ memory, never for accuracy). The task section is the demo run's (its generated L
 to `max_len`), so the serving bench has rows to send. Runs under any Keras backend.
 """
 
-import argparse
 import pathlib
 import sys
 
@@ -17,6 +16,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import yaml  # noqa: E402
 
+from arena_tf import cli, files  # noqa: E402
 from arena_tf.config import ModelConfig, load_experiment, read_yaml  # noqa: E402
 from arena_tf.models import build_classifier  # noqa: E402
 
@@ -30,23 +30,58 @@ def lra_size_config(demo, mechanism, max_len):
     return {**demo, "task": {**demo["task"], "max_len": max_len}, "model": model}
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("demo_run_dir")
-    parser.add_argument("out_run_dir")
+def parse_args(argv):
+    parser = cli.ArgumentParser(prog="python tools/lra_size_run.py",
+                                description=__doc__.split("\n\n")[0])
+    parser.add_argument("demo_run_dir", metavar="DEMO_RUN_DIR",
+                        help="a run directory of python -m arena_tf.train (its config.yaml)")
+    parser.add_argument("out_run_dir", metavar="OUT_RUN_DIR", help="the run directory to write")
     parser.add_argument("--mechanism", default="linformer")
     parser.add_argument("--max-len", type=int, default=2000)
-    args = parser.parse_args(argv)
-    config = lra_size_config(read_yaml(pathlib.Path(args.demo_run_dir) / "config.yaml"),
-                             args.mechanism, args.max_len)
-    out = pathlib.Path(args.out_run_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    return parser.parse_args(argv)
+
+
+def demo_config(run_dir):
+    """The config.yaml sections of the demo run; UsageError where it has none."""
+    path = pathlib.Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise cli.UsageError(f"DEMO_RUN_DIR {run_dir} has no config.yaml",
+                             "a run directory written by python -m arena_tf.train",
+                             "train one first, e.g. python -m arena_tf.train --task=listops "
+                             "--preset=tiny --run-dir=runs/demo")
+    return read_yaml(path)
+
+
+def write_run(args):
+    """OUT_RUN_DIR's model.keras and config.yaml; its one-line summary printed."""
+    config = lra_size_config(demo_config(args.demo_run_dir), args.mechanism, args.max_len)
+    out = cli.output_dir(args.out_run_dir, "OUT_RUN_DIR")
     model = build_classifier(ModelConfig(**config["model"]))
     model.save(out / "model.keras")
-    (out / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    files.write_text(out / "config.yaml", yaml.safe_dump(config, sort_keys=False))
     print(f"{out}: {config['model']['num_layers']} layers of {config['model']['emb_dim']}, "
           f"{args.max_len} tokens, {model.count_params():,} parameters (untrained)")
-    return 0
+
+
+def main(argv=None):
+    """Command line: write an untrained LRA-size ListOps run directory.
+
+    Args:
+        argv: DEMO_RUN_DIR OUT_RUN_DIR [--mechanism NAME] [--max-len N] (default: sys.argv[1:]).
+
+    Exit status:
+        0 when the run directory is written; 2 and one `error: ...` line on stderr for a user's
+            mistake; 1 when building or saving failed (`--debug`: the traceback).
+
+    Example:
+        python tools/lra_size_run.py runs/listops-linformer runs/listops-linformer-lra
+
+    References:
+        Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
+            arXiv:2011.04006; github.com/google-research/long-range-arena.
+    """
+    args = parse_args(argv)
+    return cli.run_main(lambda: write_run(args), debug=args.debug)
 
 
 if __name__ == "__main__":

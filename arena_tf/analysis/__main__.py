@@ -57,6 +57,9 @@ def parse_args(argv):
 
 
 def span_command(args):
+    out = args.out or (DEFAULT_CHART if len(args.run_dirs) > 1 else None)
+    if out:
+        cli.output_file(out, "--out", example="span.png")
     # Keras, TensorFlow and matplotlib: loaded once the arguments are known good (--help is quick)
     from arena_tf.analysis import plots
     from arena_tf.analysis.commands import measure_span, span_summary
@@ -65,7 +68,6 @@ def span_command(args):
     for run_dir in args.run_dirs:
         results.append(measure_span(run_dir, args.examples))
         print(span_summary(results[-1]), flush=True)
-    out = args.out or (DEFAULT_CHART if len(results) > 1 else None)
     if out:
         print(f"bar chart of {len(results)} runs: {plots.draw_span_chart(out, results)}")
 

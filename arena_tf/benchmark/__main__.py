@@ -31,9 +31,25 @@ def run_options(parser, output):
     """--timeout, --output and --in-process of a sweep of child processes."""
     parser.add_argument("--timeout", type=positive_number, default=1800.0,
                         help="seconds one configuration may take before it is given up")
-    parser.add_argument("--output", type=pathlib.Path, default=output)
+    output_option(parser, output)
     parser.add_argument("--in-process", action="store_true",
                         help="measure in this process (quick checks; memory peaks not separate)")
+
+
+def output_option(parser, default):
+    """--output, a file checked before anything is measured (`check_outputs`); its default's name
+    is the example of a file name in the refusal of a folder."""
+    parser.add_argument("--output", type=pathlib.Path, default=default)
+    parser.set_defaults(output_example=default.name)
+
+
+def check_outputs(options):
+    """UsageError, before anything is measured or written, where --output (gpu: and --report)
+    cannot be written; gpu --report-only reads --output instead (`gpu_report.read`)."""
+    if hasattr(options, "output") and not getattr(options, "report_only", False):
+        cli.output_file(options.output, "--output", example=options.output_example)
+    if options.command == "gpu":
+        cli.output_file(options.report, "--report", example="gpu.md")
 
 
 def matmul_option(parser):
@@ -128,7 +144,7 @@ def xla_parser(commands):
     parser.add_argument("--batch", type=positive, default=2)
     parser.add_argument("--steps", type=int, default=2, help="timed training steps")
     parser.add_argument("--timeout", type=positive_number, default=1800.0)
-    parser.add_argument("--output", type=pathlib.Path, default=RESULTS / "xla.json")
+    output_option(parser, RESULTS / "xla.json")
     parser.set_defaults(run=xla.run)
 
 
@@ -166,7 +182,7 @@ def gpu_parser(commands):
     parser.add_argument("--memory-cap-gb", type=positive_number, default=None,
                         help="skip a row whose estimated memory exceeds this (default: 90%% of "
                              "the GPU's memory)")
-    parser.add_argument("--output", type=pathlib.Path, default=RESULTS / "gpu.json")
+    output_option(parser, RESULTS / "gpu.json")
     parser.add_argument("--report", type=pathlib.Path, default=RESULTS / "gpu.md",
                         help="the GPU tables generated from --output")
     parser.add_argument("--report-only", action="store_true",
@@ -197,7 +213,7 @@ def report_parser(commands):
                              "(tools/device_round_trip.sh; missing files are skipped)")
     parser.add_argument("--notes", type=pathlib.Path, default=RESULTS / "notes.md",
                         help="hand-written findings included in the report when present")
-    parser.add_argument("--output", type=pathlib.Path, default=RESULTS / "report.md")
+    output_option(parser, RESULTS / "report.md")
     parser.set_defaults(run=report.run)
 
 
@@ -248,6 +264,7 @@ def main(argv=None):
     options = parse_args(argv)
 
     def measure():
+        check_outputs(options)
         options.run(options)
 
     return cli.run_main(measure, debug=options.debug)

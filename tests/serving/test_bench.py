@@ -345,7 +345,7 @@ def test_debug_shows_the_traceback_instead(tmp_path):
 def test_out_naming_a_file_is_a_mistake(tiny_run, tmp_path, capsys):
     (tmp_path / "file").write_text("")
     assert bench.main([str(tiny_run), "--out", str(tmp_path / "file")]) == 2
-    assert_one_error_line(capsys.readouterr().err, "is a file; expected a directory")
+    assert_one_error_line(capsys.readouterr().err, "is a file, not a folder; expected a folder")
 
 
 def test_loadgen_missing_says_how_to_install_it(tiny_run, tmp_path, capsys, monkeypatch):

@@ -57,6 +57,10 @@ class UsageError(CommandError):
     exit_code = EXIT_USAGE
 
 
+class PlaceError(UsageError):
+    """A place a command cannot write (`output_dir`, `not_a_folder`): exit 2. `what` says why."""
+
+
 class RunError(CommandError):
     """The run itself failed (diverged, crashed, nothing measured): exit 1."""
 
@@ -241,14 +245,14 @@ def output_dir(path, flag="--out-dir", make=True):
     nearest = next(p for p in (path, *path.parents) if p.exists())
     if not nearest.is_dir():
         where = "" if nearest == path else f": {nearest}"
-        raise UsageError(f"{named}{where} is a file, not a folder",
+        raise PlaceError(f"{named}{where} is a file, not a folder",
                          "a folder, or a path whose folders are folders", fix)
     try:
         if make:
             path.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=path if make else nearest).close()  # what mkdir lets through
     except OSError as error:
-        raise UsageError(f"{named}: cannot write there ({error.strerror or error})",
+        raise PlaceError(f"{named}: cannot write there ({error.strerror or error})",
                          "a folder this user can create and write", fix) from None
     return path
 
@@ -256,7 +260,7 @@ def output_dir(path, flag="--out-dir", make=True):
 def not_a_folder(path, written):
     """UsageError when a folder stands where the file `written` is to replace `path`."""
     if pathlib.Path(path).is_dir() and not pathlib.Path(written).is_dir():
-        raise UsageError(f"{path} is a folder, where a file is to be written",
+        raise PlaceError(f"{path} is a folder, where a file is to be written",
                          "a file or nothing at that path", "move that folder away, or write "
                          "elsewhere")
 

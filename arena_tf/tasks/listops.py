@@ -32,6 +32,7 @@ import os
 
 import numpy as np
 
+from arena_tf import cli
 from arena_tf.generators import listops as generator
 from arena_tf.progress import Progress
 from arena_tf.tasks import register, sources
@@ -171,10 +172,10 @@ class ListOps(sources.TextPreview, Task):
         log.info("listops: no release files in %s; generating %s", root, self.generator_spec)
         try:
             generator.generate(root, self.generator_spec, processes=self.processes)
-        except OSError as error:
+        except (OSError, cli.PlaceError) as error:  # error.what: the place and why
             raise DataNotFoundError(
                 f"listops: no {', '.join(names)} in {sources.places(root, SUBFOLDERS)} and the "
-                f"generator could not write there ({error})",
+                f"generator could not write there ({getattr(error, 'what', error)})",
                 "the LRA release files there, or a writable folder",
                 "pass --data-dir=DIR with DIR holding the LRA release files or writable",
             ) from error

@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from arena_tf import cli
 from arena_tf.config import ConfigError
 from arena_tf.generators import pathfinder as generator
 from arena_tf.progress import Progress
@@ -556,10 +557,10 @@ class Pathfinder(sources.PixelRows, Task):
             return generator.write_dataset(
                 root, self.generator_config, count, self.generator_seed or 0, self.processes
             )
-        except OSError as error:
+        except (OSError, cli.PlaceError) as error:  # error.what: the place and why
             raise DataNotFoundError(
                 f"{self.name}: no {FIRST_METADATA} in {sources.places(root, self.subfolders)} and "
-                f"the generator could not write there ({error})",
+                f"the generator could not write there ({getattr(error, 'what', error)})",
                 "the LRA release there, or a writable folder",
                 "pass --data-dir=DIR with DIR holding the LRA release (e.g. lra_release/) or "
                 "writable",

@@ -154,3 +154,17 @@ def write_text(path, text):
 
 def write_json(path, data):
     write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def read_json(path):
+    """The JSON in `path`, None where it is missing; a one-line cli.UsageError where it cannot be
+    read as JSON (a truncated file, a folder), before anything is written."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (ValueError, OSError) as error:
+        raise cli.UsageError(f"{path} cannot be read as JSON ({' '.join(str(error).split())})",
+                             "the whole JSON file a benchmark or training run wrote",
+                             f"rerun what writes {path.name}, or move it away") from None

@@ -161,7 +161,7 @@ def measure(args):
                              "fix the --tasks list")
     out = cli.output_dir(args.out, "--out")
     results_path = cli.output_file(args.results, "--results", example="presets.json")
-    old = json.loads(results_path.read_text()) if results_path.exists() else {}
+    old = files.read_json(results_path) or {}
     rows = []
     for task in tasks:
         print(f"presets: {task} with {args.model}, tiny preset, beside {args.busy} busy "
@@ -175,7 +175,12 @@ def measure(args):
 
 
 def show_table(args):
-    print(markdown_table(json.loads(pathlib.Path(args.results).read_text())))
+    results = files.read_json(args.results)
+    if results is None:
+        raise cli.UsageError(f"--results {args.results} does not exist", "a results file that "
+                             "`preset_timing measure` wrote", "run measure first, or pass its "
+                             "--results")
+    print(markdown_table(results))
 
 
 def parse_args(argv):

@@ -258,6 +258,11 @@ CASES = {
             str(tmp / "notes" / "x"), "--results", str(tmp / "presets.json")],
         "notes is a file, not a folder; expected a folder, or a path whose folders are folders; "
         "choose another --out"),
+    "preset-timing-table-not-json": Case(
+        "`preset_timing table --results` of a file cut short (was: an internal error)",
+        lambda tmp: (tmp / "presets.json").write_text('{"rows": [') and [
+            "arena_tf.preset_timing", "table", "--results", str(tmp / "presets.json")],
+        "presets.json cannot be read as JSON"),
     "serving-report-without-results": Case(
         "`serving.report DIR` of a directory without results.jsonl",
         lambda tmp: (tmp / "bench").mkdir() or ["serving.report", str(tmp / "bench")],

@@ -13,7 +13,6 @@ in their headings, and say how its calls ran and what its memory figures are (`M
 """
 
 import dataclasses
-import json
 import pathlib
 
 from arena_tf import files
@@ -24,20 +23,6 @@ from arena_tf.markdown import table
 
 def fmt(value, spec=".1f", missing="–"):
     return missing if value is None else format(value, spec)
-
-
-def load(path):
-    """The JSON in `path`, None where it is missing; UsageError where it is not JSON (a truncated
-    file), before anything is written."""
-    path = pathlib.Path(path)
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text())
-    except (ValueError, OSError) as error:
-        raise UsageError(f"{path} cannot be read as JSON ({' '.join(str(error).split())})",
-                         "the whole JSON file a benchmark or training run wrote",
-                         f"rerun what writes {path.name}, or move it away") from None
 
 
 # -- how a results file was measured ------------------------------------------------------------
@@ -415,7 +400,7 @@ def speed_table(train_rows):
 
 def run_accuracy(runs_dir, task, name):
     """Our test accuracy (%) of `name` on `task` from runs/<task>-<name>/metrics.json, or None."""
-    metrics = load(pathlib.Path(runs_dir) / f"{task}-{name}" / "metrics.json")
+    metrics = files.read_json(pathlib.Path(runs_dir) / f"{task}-{name}" / "metrics.json")
     return 100 * metrics["test_accuracy"] if metrics and "test_accuracy" in metrics else None
 
 
@@ -621,7 +606,8 @@ def render(layer_results, train_results, output_dir, runs_dir, notes, mixer_resu
 
 
 def run(options, say=print):
-    layer_results, train_results = load(options.layers), load(options.train)
+    layer_results = files.read_json(options.layers)
+    train_results = files.read_json(options.train)
     if not (layer_results or train_results):
         raise UsageError(f"no results at {options.layers} or {options.train}",
                          "the JSON results of the benchmarks",
@@ -629,11 +615,11 @@ def run(options, say=print):
     notes_path = pathlib.Path(options.notes)
     notes = notes_path.read_text() if notes_path.exists() else ""
     output = pathlib.Path(options.output)
-    mixers = [found for found in map(load, options.mixers) if found]
-    gpu = [found for found in map(load, options.gpu) if found]
+    mixers = [found for found in map(files.read_json, options.mixers) if found]
+    gpu = [found for found in map(files.read_json, options.gpu) if found]
     with files.staged(output.parent) as stage:  # the page and its plots whole, or nothing
         text = render(layer_results, train_results, stage, options.runs, notes, mixers,
-                      load(options.pairs), load(options.exact), gpu)
+                      files.read_json(options.pairs), files.read_json(options.exact), gpu)
         files.write_text(stage / output.name, text)
     say(f"wrote {output}")
     return output

@@ -16,7 +16,7 @@ from arena_tf.reproduce import paused_runs, report, reruns, running
 from arena_tf.reproduce import suites as suites_module
 from arena_tf.reproduce.__main__ import main as reproduce_main
 from arena_tf.reproduce.report import write as write_report
-from arena_tf.reproduce.results import TRAIN_WINDOWS, command_of, merge, read_results
+from arena_tf.reproduce.results import TRAIN_WINDOWS, command_of, merge
 from arena_tf.reproduce.running import pack_unfinished, rerun_rows
 from arena_tf.reproduce.suites import load_suite, plan
 from arena_tf.training.events import read_scalars

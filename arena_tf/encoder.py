@@ -46,14 +46,21 @@ def sinusoids(positions, width):
     return ops.reshape(pairs, (-1, 2 * ops.shape(rates)[0]))[:, :width]
 
 
-def grid_sinusoids(max_len, width, prefix=0):
-    """[max_len, width] embeddings of a square image read row by row after `prefix` other tokens
-    (a CLS token in front), which get zeros: the first half of the width encodes the row, the
-    second the column (MAE's 2-D sine-cosine table, He et al. 2022, up to the order of channels)."""
+def image_side(max_len, prefix=0):
+    """The side of the square image behind `max_len` positions after `prefix` other tokens;
+    ValueError where they are not a square."""
     side = math.isqrt(max_len - prefix)
     if side * side != max_len - prefix:
         raise ValueError(f"sinusoidal_2d positions need a square image, but max_len is {max_len} "
                          f"with {prefix} token(s) in front of the image")
+    return side
+
+
+def grid_sinusoids(max_len, width, prefix=0):
+    """[max_len, width] embeddings of a square image read row by row after `prefix` other tokens
+    (a CLS token in front), which get zeros: the first half of the width encodes the row, the
+    second the column (MAE's 2-D sine-cosine table, He et al. 2022, up to the order of channels)."""
+    side = image_side(max_len, prefix)
     cells = ops.arange(side * side, dtype="float32")
     rows, columns = ops.floor(cells / side), ops.mod(cells, side)
     half = width // 2
@@ -82,7 +89,7 @@ class PositionEmbedding(keras.layers.Layer):
         super().__init__(**kwargs)
         self.max_len, self.kind, self.prefix = max_len, kind, prefix
         if kind == "sinusoidal_2d":
-            grid_sinusoids(max_len, 2, prefix)  # refuses a max_len that is not a square image
+            image_side(max_len, prefix)  # refuses a max_len that is not a square image
 
     def build(self, input_shape):
         if self.kind == "learned":

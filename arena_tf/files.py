@@ -84,6 +84,17 @@ def remove_stale_temporaries(path):
 
 
 @contextlib.contextmanager
+def _explained(folder):
+    """An OSError of making `folder` or a temporary in it becomes `cli.output_dir`'s one line
+    (no probe on the way of a write that succeeds)."""
+    try:
+        yield
+    except OSError:
+        cli.output_dir(folder, flag=None)  # raises PlaceError saying why
+        raise
+
+
+@contextlib.contextmanager
 def atomic_path(path):
     """Yield a temporary path beside `path` (same name); on success it replaces `path` at once.
 
@@ -91,10 +102,11 @@ def atomic_path(path):
     Temporaries that killed writers of `path` left behind are removed first.
     """
     path = pathlib.Path(path)
-    cli.output_dir(path.parent, flag=None)  # one line, not a traceback, where it cannot be written
-    remove_stale_temporaries(path)
-    prefix = f"{_temporary_prefix(path)}{os.getpid()}."
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=path.parent)) / path.name
+    with _explained(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path)
+        prefix = f"{_temporary_prefix(path)}{os.getpid()}."
+        tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=path.parent)) / path.name
     try:
         yield tmp
         cli.not_a_folder(path, tmp)
@@ -115,10 +127,11 @@ def staged(directory):
     plots are written whole or not at all)."""
     directory = pathlib.Path(directory)
     created = not directory.exists()
-    cli.output_dir(directory, flag=None)
-    remove_stale_temporaries(directory / STAGE)  # those of killed writers
-    stage = pathlib.Path(tempfile.mkdtemp(
-        prefix=f"{_temporary_prefix(directory / STAGE)}{os.getpid()}.", dir=directory))
+    with _explained(directory):
+        directory.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(directory / STAGE)  # those of killed writers
+        stage = pathlib.Path(tempfile.mkdtemp(
+            prefix=f"{_temporary_prefix(directory / STAGE)}{os.getpid()}.", dir=directory))
     try:
         yield stage
         written = sorted(stage.iterdir())

@@ -1,0 +1,92 @@
+"""The numbers the reproduction prose quotes are recorded: every accuracy with a decimal point in
+the README, the reproduction and analysis guides and archive/README.md is a value of results.json
+(a row's test, best validation or final training accuracy, or a point of its validation curve), a
+suite's target or paper number, or a line of distance-baselines.txt; every "X% at step N" is a
+point (N, X) of some row's validation curve; every "N min" of training is some row's training
+time."""
+
+import json
+import pathlib
+import re
+
+import yaml
+
+from arena_tf.reproduce import results, suites
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PROSE = [ROOT / "README.md", ROOT / "docs" / "guide" / "reproduction.md",
+         ROOT / "docs" / "guide" / "analysis.md", ROOT / "archive" / "README.md"]
+DISTANCE_BASELINES = results.RESULTS.parent / "distance-baselines.txt"
+
+PERCENT = re.compile(r"(?<![\d.])(\d+\.\d+)%")
+AT_STEP = re.compile(r"(\d+\.\d+)% at (?:step )?(\d[\d,]*)")
+MINUTES = re.compile(r"(?<![\d.])(\d+) min\b(?! \d+ s)")  # "1 min 45 s" is a command's timing
+
+
+def percents(value):
+    """A fraction as the prose may quote it: to one or two decimals of a percent."""
+    return {round(100 * value, 1), round(100 * value, 2)}
+
+
+def numbers(paper):
+    """The numbers of a suite's paper table, per mechanism or per task and mechanism."""
+    if isinstance(paper, dict):
+        return {number for value in paper.values() for number in numbers(value)}
+    return {float(paper)}
+
+
+def recorded(rows, suite_files, baselines_text):
+    """(percentages, validation points (step, percent), training minutes) the records hold."""
+    values, points = set(), set()
+    for row in rows:
+        for key in ("test_accuracy", "best_val_accuracy", "final_train_accuracy"):
+            if row.get(key) is not None:
+                values |= percents(row[key])
+        for step, accuracy in row.get("validation_curve", []):
+            values |= percents(accuracy)
+            points |= {(step, percent) for percent in percents(accuracy)}
+    for path in suite_files:
+        suite = yaml.safe_load(path.read_text())
+        values |= {float(suite.get("target") or 0), *numbers(suite.get("paper") or {})}
+    values |= {float(number) for number in PERCENT.findall(baselines_text)}
+    minutes = {round(row["train_seconds"] / 60) for row in rows if row.get("train_seconds")}
+    return values, points, minutes
+
+
+def unrecorded(text, values, points, minutes):
+    """The quotes of `text` that no record holds, as readable strings."""
+    text = " ".join(text.split())  # a quote may break across lines
+    problems = [f"{number}%" for number in PERCENT.findall(text) if float(number) not in values]
+    quoted = [(number, int(step.replace(",", ""))) for number, step in AT_STEP.findall(text)]
+    problems += [f"{number}% at step {step}" for number, step in quoted
+                 if (step, float(number)) not in points]
+    problems += [f"{number} min" for number in MINUTES.findall(text) if int(number) not in minutes]
+    return problems
+
+
+def the_records():
+    suite_files = suites.suite_paths().values()  # the archived ones too
+    return recorded(results.read_results(), suite_files, DISTANCE_BASELINES.read_text())
+
+
+def test_the_reproduction_prose_quotes_only_recorded_numbers():
+    records = the_records()
+    for page in PROSE:
+        assert unrecorded(page.read_text(), *records) == [], page.relative_to(ROOT)
+
+
+def test_a_number_no_record_holds_is_found():
+    row = {"test_accuracy": 0.729, "best_val_accuracy": 0.752, "train_seconds": 6600,
+           "validation_curve": [[2500, 0.689], [3000, 0.7]]}
+    records = recorded([row], [], "scores 70.6% on the test split")
+    fine = "ended at 72.9% test (best validation 75.2%; 110 min), 68.9% at step 2,500; 70.6%"
+    assert unrecorded(fine, *records) == []
+    wrong = "ended at 72.8% test, validation 68.9% at 3,000 and 70.0% at\nstep 2500; 111 min"
+    assert unrecorded(wrong, *records) == ["72.8%", "68.9% at step 3000", "70.0% at step 2500",
+                                           "111 min"]
+
+
+def test_the_suites_and_baselines_it_reads_exist():
+    values, points, minutes = the_records()
+    assert points and minutes and 55.3 in values  # the intermediate split's distance rule
+    assert json.loads(results.RESULTS.read_text())

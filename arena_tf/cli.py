@@ -58,7 +58,7 @@ class UsageError(CommandError):
 
 
 class PlaceError(UsageError):
-    """A place a command cannot write (`output_dir`, `not_a_folder`): exit 2. `what` says why."""
+    """A place a command cannot write (`output_dir`, `place_for`): exit 2. `what` says why."""
 
 
 class RunError(CommandError):
@@ -257,12 +257,16 @@ def output_dir(path, flag="--out-dir", make=True):
     return path
 
 
-def not_a_folder(path, written):
-    """UsageError when a folder stands where the file `written` is to replace `path`."""
-    if pathlib.Path(path).is_dir() and not pathlib.Path(written).is_dir():
-        raise PlaceError(f"{path} is a folder, where a file is to be written",
-                         "a file or nothing at that path", "move that folder away, or write "
-                         "elsewhere")
+def place_for(path, folder):
+    """UsageError when something of the other kind stands at `path`, where a folder (`folder`
+    true) or a file is to be written: a file is not replaced by a folder, nor a folder by a file."""
+    path = pathlib.Path(path)
+    found, wanted = ("file", "folder") if folder else ("folder", "file")
+    if path.exists() and path.is_dir() != folder:
+        raise PlaceError(f"{path} is a {found}, where a {wanted} is to be written",
+                         f"a {wanted} or nothing at that path",
+                         f"move that {found} away, or write elsewhere")
+    return path
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -109,7 +109,7 @@ def atomic_path(path):
         tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=path.parent)) / path.name
     try:
         yield tmp
-        cli.not_a_folder(path, tmp)
+        cli.place_for(path, folder=tmp.is_dir())
         if path.is_dir() and tmp.is_dir():
             old = tmp.parent / OLD
             os.replace(path, old)  # a directory cannot be replaced in one step; keep the old one
@@ -136,7 +136,7 @@ def staged(directory):
         yield stage
         written = sorted(stage.iterdir())
         for each in written:  # every target checked before the first file moves in
-            cli.not_a_folder(directory / each.name, each)
+            cli.place_for(directory / each.name, folder=each.is_dir())
         for each in written:
             os.replace(each, directory / each.name)
     except BaseException:

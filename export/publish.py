@@ -17,8 +17,8 @@ does not stop the others: the exports write FP32 and every reduced precision tha
 import pathlib
 import time
 
-from arena_tf import files
-from export.contract import ALL_ARTIFACTS
+from arena_tf import cli, files
+from export.contract import ALL_ARTIFACTS, FILE_ARTIFACTS
 from export.errors import ParityError
 from export.parity import failure_line
 
@@ -50,6 +50,14 @@ class _Rejected(Exception):
     """The artifact failed its check: leave atomic_path without moving it in."""
 
 
+def check_places(target):
+    """A one-line UsageError, before the work of writing, when a file stands where the artifact
+    folder `target` goes (or a folder where its file or its parity reports go)."""
+    cli.place_for(target, folder=target.name not in FILE_ARTIFACTS)
+    for report in (parity_path(target), failed_parity_path(target)):
+        cli.place_for(report, folder=False)
+
+
 def publish(target, write, check, prior_seconds=0.0):
     """Create `target` through `write`, check it with `check`, replace atomically on success;
     the parity report (its `passed` says whether `target` was written).
@@ -57,6 +65,7 @@ def publish(target, write, check, prior_seconds=0.0):
     `prior_seconds`: time already spent making the artifact (a conversion shared by several),
     counted in the report's `export_seconds`."""
     target = pathlib.Path(target)
+    check_places(target)
     started = time.perf_counter() - prior_seconds
     try:
         with files.atomic_path(target) as tmp:
@@ -78,7 +87,9 @@ def publish(target, write, check, prior_seconds=0.0):
 
 def publish_all(exports):
     """Run every export in {artifact path: () -> report}; {artifact path: report}, failed ones
-    included (report["passed"] is False)."""
+    included (report["passed"] is False). Every artifact's place is checked first."""
+    for artifact in exports:
+        check_places(pathlib.Path(artifact))
     return {artifact: export() for artifact, export in exports.items()}
 
 

@@ -41,7 +41,8 @@ from export.metadata import (  # noqa: E402
 )
 from export.parity import contract_checks, parity_report  # noqa: E402
 from export.precision import POLICIES, check_precision, model_for  # noqa: E402
-from export.publish import clean_leftovers, publish, publish_all, require_fp32  # noqa: E402
+from export.publish import (  # noqa: E402
+    check_places, clean_leftovers, publish, publish_all, require_fp32)
 from export.runners import keras_predictor, run_batched, saved_model_predictor  # noqa: E402
 from export.signature import (  # noqa: E402
     INT64_SIGNATURE_NAME, OUTPUT_NAME, SIGNATURE_NAME, input_specs, model_inputs, to_model_length,
@@ -133,6 +134,8 @@ def export_converted(context, artifacts, precisions, convert, export_one):
     ones included; a ParityError when an FP32 artifact was refused."""
     source, reports = context.source, {}
     clean_leftovers(source.directory)
+    for precision in precisions:  # before the SavedModel and the conversion they wait for
+        check_places(source.artifact(artifacts[precision]))
     saved_model = current_fp32_saved_model(context, reports)
     conversion = convert(saved_model)
     saved_model_logits = run_batched(saved_model_predictor(saved_model, source.config),

@@ -131,6 +131,18 @@ def non_utf8_config(tmp):
     return ["export.to_onnx", str(run)]
 
 
+def export_file_where_saved_model_goes(tmp):
+    run = exported_run(tmp)
+    (run / "saved_model_fp16").write_text("notes\n")
+    return ["export.to_savedmodel", str(run)]
+
+
+def export_folder_where_onnx_goes(tmp):
+    run = exported_run(tmp)
+    (run / "model.onnx").mkdir()
+    return ["export.to_onnx", str(run)]
+
+
 def bench_config_task_5(tmp):
     run = exported_run(tmp, task=5)
     (run / "saved_model").mkdir()
@@ -397,6 +409,13 @@ CASES = {
         "`ulimit -f 200` (100 KiB) under `export/to_savedmodel.py`: the SavedModel write fails "
         "inside TensorFlow", lambda tmp: ["export.to_savedmodel", str(exported_run(tmp))],
         "File too large", exit=1, file_size_limit=200 * 512),
+    "export-file-where-saved-model-goes": Case(
+        "a file named saved_model_fp16 in the run directory (was: exit 1 with an errno line after "
+        "the FP32 and BF16 SavedModels were written)", export_file_where_saved_model_goes,
+        "saved_model_fp16 is a file, where a folder is to be written"),
+    "export-folder-where-onnx-goes": Case(
+        "a folder named model.onnx in the run directory (refused before the conversion)",
+        export_folder_where_onnx_goes, "model.onnx is a folder, where a file is to be written"),
     "bench-config-task-5": Case(
         "`serving.bench` on a run whose config.yaml reads `task: 5`", bench_config_task_5,
         "section task holds 5, not keys and values"),

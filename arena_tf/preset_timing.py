@@ -159,9 +159,9 @@ def measure(args):
     if unknown:
         raise cli.UsageError(f"unknown task {unknown[0]!r} in --tasks", f"some of {', '.join(TASKS)}",
                              "fix the --tasks list")
-    out = cli.output_dir(args.out, "--out")
     results_path = cli.output_file(args.results, "--results", example="presets.json")
-    old = files.read_json(results_path) or {}
+    old = files.read_json(results_path) or {}  # a bad results file refused before --out is made
+    out = cli.output_dir(args.out, "--out")
     rows = []
     for task in tasks:
         print(f"presets: {task} with {args.model}, tiny preset, beside {args.busy} busy "

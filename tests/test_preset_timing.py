@@ -40,6 +40,15 @@ def test_unknown_tasks_are_one_line_and_exit_2(capsys):
     assert_one_error_line(capsys.readouterr().err, "unknown task 'nope'")
 
 
+def test_a_results_file_cut_short_is_refused_before_out_is_made(tmp_path, capsys):
+    (tmp_path / "presets.json").write_text('{"rows": [')
+    out = tmp_path / "runs" / "presets"
+    assert presets.main(["measure", "--tasks", "listops", "--out", str(out),
+                         "--results", str(tmp_path / "presets.json")]) == 2
+    assert_one_error_line(capsys.readouterr().err, "cannot be read as JSON")
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize("busy", [0, 2])
 def test_busy_processes_run_until_killed(busy):
     hogs = presets.busy_processes(busy)

@@ -5,7 +5,7 @@
 #
 #   here:  tools/device_wheels.sh      (before each call: .whl/, about 10 MiB, and .whl/COMMIT)
 #   device run, carry [".whl"], timeout_s 600:
-#          tools/device_round_trip.sh lra:listops:linformer,linear cpu-pathfinder::full,linformer,s4d
+#          tools/device_round_trip.sh lra:listops:linformer,linear cpu-pathfinder::performer,linear
 #   here:  python -m arena_tf.reproduce merge <files_at>/results-*.json
 #          for each job's SUITE: rm -rf docs/results/reproduction/paused/SUITE and copy
 #          <files_at>/paused/SUITE there, if it came back       (the paused runs, see below)

@@ -5,9 +5,9 @@ CPU (issue 45: whether the cpu preset should train in bfloat16 where the CPU has
         [--mechanisms linformer full] [--rounds 4] [--steps 3]
         [--output docs/results/efficiency/precision.json]
 
-A shape is a suite's model and batch: the cpu preset's model (configs/presets/cpu.yaml) on
-cpu-listops (batch 32, 2,000 tokens) or cpu-pathfinder (batch 64, 1,024 pixels), built as
-`python -m arena_tf.reproduce` builds it (the suite's per-mechanism settings included). Each
+A shape is a suite's model and batch: cpu-listops (the cpu preset's model, configs/presets/cpu.yaml;
+batch 32, 2,000 tokens) or cpu-pathfinder (its one-layer width-32 model; batch 64, 1,024 pixels),
+built as `python -m arena_tf.reproduce` builds it (the suite's settings included). Each
 (shape, mechanism) runs in a fresh process that builds the model twice, once under each Keras
 dtype policy, with the trainer's step (gradient tape, AdamW, one `tf.function`) on random inputs
 of the task's vocabulary; after two untimed steps of each (the first traces), `rounds` rounds each

@@ -262,7 +262,7 @@ def place_for(path, folder):
     true) or a file is to be written: a file is not replaced by a folder, nor a folder by a file."""
     path = pathlib.Path(path)
     found, wanted = ("file", "folder") if folder else ("folder", "file")
-    if path.exists() and path.is_dir() != folder:
+    if os.path.lexists(path) and path.is_dir() != folder:  # a dangling link counts as a file
         raise PlaceError(f"{path} is a {found}, where a {wanted} is to be written",
                          f"a {wanted} or nothing at that path",
                          f"move that {found} away, or write elsewhere")

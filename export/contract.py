@@ -35,7 +35,9 @@ ONNX_ARTIFACTS = {"fp32": "model.onnx", "fp16": "model.fp16.onnx"}
 OPENVINO_ARTIFACTS = {"fp32": "openvino", "fp16": "openvino_fp16"}
 # StableHLO directories (model.stablehlo, weights.npz, arena_tf.json), run by XLA through JAX alone.
 STABLEHLO_ARTIFACTS = {"fp32": "stablehlo", "bf16": "stablehlo_bf16", "fp16": "stablehlo_fp16"}
-FILE_ARTIFACTS = tuple(ONNX_ARTIFACTS.values())  # every other artifact is a folder
+# The artifacts that are single files; every other one is a folder (export/publish.py checks the
+# place of each before writing it): a new file artifact joins this list.
+FILE_ARTIFACTS = tuple(ONNX_ARTIFACTS.values())
 ALL_ARTIFACTS = (*SAVED_MODEL_ARTIFACTS.values(), *ONNX_ARTIFACTS.values(),
                  *OPENVINO_ARTIFACTS.values(), *STABLEHLO_ARTIFACTS.values())
 

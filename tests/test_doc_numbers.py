@@ -1,9 +1,9 @@
 """The numbers the reproduction prose quotes are recorded: every accuracy with a decimal point in
 the README, the reproduction and analysis guides and archive/README.md is a value of results.json
 (a row's test, best validation or final training accuracy, or a point of its validation curve), a
-suite's target or paper number, or a line of distance-baselines.txt; every "X% at step N" is a
-point (N, X) of some row's validation curve; every "N min" of training is some row's training
-time."""
+suite's target or paper number, or a line of distance-baselines.txt; every "X% test" is a row's
+(or a re-run's) test accuracy; every "X% at step N" is a point (N, X) of some row's validation
+curve; every "N min" of training is some row's training time."""
 
 import json
 import pathlib
@@ -20,7 +20,8 @@ DISTANCE_BASELINES = results.RESULTS.parent / "distance-baselines.txt"
 
 PERCENT = re.compile(r"(?<![\d.])(\d+\.\d+)%")
 AT_STEP = re.compile(r"(\d+\.\d+)% at (?:step )?(\d[\d,]*)")
-MINUTES = re.compile(r"(?<![\d.])(\d+) min\b(?! \d+ s)")  # "1 min 45 s" is a command's timing
+TEST = re.compile(r"(?<![\d.])(\d+\.\d+)% test\b")
+MINUTES = re.compile(r"(?<![\d.,])(\d[\d,]*) min\b(?! \d+ s)")  # "1 min 45 s" is a command's timing
 
 
 def percents(value):
@@ -36,9 +37,13 @@ def numbers(paper):
 
 
 def recorded(rows, suite_files, baselines_text):
-    """(percentages, validation points (step, percent), training minutes) the records hold."""
-    values, points = set(), set()
+    """(percentages, test accuracies, validation points (step, percent), training minutes) the
+    records hold; a row's re-runs count as rows."""
+    values, tests, points = set(), set(), set()
+    rows = [entry for row in rows for entry in (row, *row.get("reruns", ()))]
     for row in rows:
+        if row.get("test_accuracy") is not None:
+            tests |= percents(row["test_accuracy"])
         for key in ("test_accuracy", "best_val_accuracy", "final_train_accuracy"):
             if row.get(key) is not None:
                 values |= percents(row[key])
@@ -47,20 +52,23 @@ def recorded(rows, suite_files, baselines_text):
             points |= {(step, percent) for percent in percents(accuracy)}
     for path in suite_files:
         suite = yaml.safe_load(path.read_text())
-        values |= {float(suite.get("target") or 0), *numbers(suite.get("paper") or {})}
+        values |= {float(suite.get("target") or 0), *numbers(suite.get("paper") or {}),
+                   *numbers(suite.get("target_per_mechanism") or {})}
     values |= {float(number) for number in PERCENT.findall(baselines_text)}
     minutes = {round(row["train_seconds"] / 60) for row in rows if row.get("train_seconds")}
-    return values, points, minutes
+    return values, tests, points, minutes
 
 
-def unrecorded(text, values, points, minutes):
+def unrecorded(text, values, tests, points, minutes):
     """The quotes of `text` that no record holds, as readable strings."""
     text = " ".join(text.split())  # a quote may break across lines
     problems = [f"{number}%" for number in PERCENT.findall(text) if float(number) not in values]
+    problems += [f"{number}% test" for number in TEST.findall(text) if float(number) not in tests]
     quoted = [(number, int(step.replace(",", ""))) for number, step in AT_STEP.findall(text)]
     problems += [f"{number}% at step {step}" for number, step in quoted
                  if (step, float(number)) not in points]
-    problems += [f"{number} min" for number in MINUTES.findall(text) if int(number) not in minutes]
+    quoted = [int(number.replace(",", "")) for number in MINUTES.findall(text)]
+    problems += [f"{number} min" for number in quoted if number not in minutes]
     return problems
 
 
@@ -81,12 +89,14 @@ def test_a_number_no_record_holds_is_found():
     records = recorded([row], [], "scores 70.6% on the test split")
     fine = "ended at 72.9% test (best validation 75.2%; 110 min), 68.9% at step 2,500; 70.6%"
     assert unrecorded(fine, *records) == []
-    wrong = "ended at 72.8% test, validation 68.9% at 3,000 and 70.0% at\nstep 2500; 111 min"
-    assert unrecorded(wrong, *records) == ["72.8%", "68.9% at step 3000", "70.0% at step 2500",
-                                           "111 min"]
+    wrong = ("ended at 72.8% test, validation 68.9% at 3,000 and 70.0% at\nstep 2500; 111 min; "
+             "75.2% test; 1,110 min")
+    assert unrecorded(wrong, *records) == ["72.8%", "72.8% test", "75.2% test",
+                                           "68.9% at step 3000", "70.0% at step 2500", "111 min",
+                                           "1110 min"]
 
 
 def test_the_suites_and_baselines_it_reads_exist():
-    values, points, minutes = the_records()
-    assert points and minutes and 55.3 in values  # the intermediate split's distance rule
+    values, tests, points, minutes = the_records()
+    assert tests and points and minutes and 55.3 in values  # the intermediate split's distance rule
     assert json.loads(results.RESULTS.read_text())

@@ -14,6 +14,20 @@ def test_a_file_written_where_a_folder_stands_is_refused_and_the_folder_kept(tmp
     assert (tmp_path / "report.md" / "inside").is_dir()
 
 
+@pytest.mark.parametrize("stands", ["file", "dangling link"])
+def test_a_folder_written_where_a_file_or_a_dangling_link_stands_is_refused(tmp_path, stands):
+    place = tmp_path / "saved_model"
+    if stands == "file":
+        place.write_text("notes")
+    else:
+        place.symlink_to(tmp_path / "gone")
+    with pytest.raises(cli.UsageError, match="saved_model is a file, where a folder is to be"):
+        with files.atomic_path(place) as tmp:
+            tmp.mkdir()
+    assert place.is_symlink() or place.read_text() == "notes"
+    assert [p.name for p in tmp_path.iterdir()] == ["saved_model"]
+
+
 def test_staged_outputs_move_none_in_when_one_of_their_places_is_a_folder(tmp_path):
     (tmp_path / "page.md").mkdir()
     with pytest.raises(cli.UsageError, match="page.md is a folder"):

@@ -52,7 +52,8 @@ class _Rejected(Exception):
 
 def check_places(target):
     """A one-line UsageError, before the work of writing, when a file stands where the artifact
-    folder `target` goes (or a folder where its file or its parity reports go)."""
+    folder `target` goes (or a folder where its file or its parity reports go). `publish_all`
+    checks its targets; a caller publishing one alone checks it first."""
     cli.place_for(target, folder=target.name not in FILE_ARTIFACTS)
     for report in (parity_path(target), failed_parity_path(target)):
         cli.place_for(report, folder=False)
@@ -65,7 +66,6 @@ def publish(target, write, check, prior_seconds=0.0):
     `prior_seconds`: time already spent making the artifact (a conversion shared by several),
     counted in the report's `export_seconds`."""
     target = pathlib.Path(target)
-    check_places(target)
     started = time.perf_counter() - prior_seconds
     try:
         with files.atomic_path(target) as tmp:

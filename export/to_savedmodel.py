@@ -134,8 +134,9 @@ def export_converted(context, artifacts, precisions, convert, export_one):
     ones included; a ParityError when an FP32 artifact was refused."""
     source, reports = context.source, {}
     clean_leftovers(source.directory)
-    for precision in precisions:  # before the SavedModel and the conversion they wait for
-        check_places(source.artifact(artifacts[precision]))
+    # every target, the FP32 SavedModel they are converted from included, before any is written
+    for target in (ARTIFACTS["fp32"], *(artifacts[precision] for precision in precisions)):
+        check_places(source.artifact(target))
     saved_model = current_fp32_saved_model(context, reports)
     conversion = convert(saved_model)
     saved_model_logits = run_batched(saved_model_predictor(saved_model, source.config),

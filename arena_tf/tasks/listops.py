@@ -32,7 +32,6 @@ import os
 
 import numpy as np
 
-from arena_tf import cli
 from arena_tf.generators import listops as generator
 from arena_tf.progress import Progress
 from arena_tf.tasks import register, sources
@@ -170,15 +169,12 @@ class ListOps(sources.TextPreview, Task):
                 "restore the missing files, or remove these to let the generator write all three",
             )
         log.info("listops: no release files in %s; generating %s", root, self.generator_spec)
-        try:
+        with sources.generator_writing(
+            f"listops: no {', '.join(names)} in {sources.places(root, SUBFOLDERS)}",
+            "the LRA release files there, or a writable folder",
+            "pass --data-dir=DIR with DIR holding the LRA release files or writable",
+        ):
             generator.generate(root, self.generator_spec, processes=self.processes)
-        except (OSError, cli.PlaceError) as error:  # error.what: the place and why
-            raise DataNotFoundError(
-                f"listops: no {', '.join(names)} in {sources.places(root, SUBFOLDERS)} and the "
-                f"generator could not write there ({getattr(error, 'what', error)})",
-                "the LRA release files there, or a writable folder",
-                "pass --data-dir=DIR with DIR holding the LRA release files or writable",
-            ) from error
         return root
 
     def _parse(self, line, table):

@@ -47,7 +47,6 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from arena_tf import cli
 from arena_tf.config import ConfigError
 from arena_tf.generators import pathfinder as generator
 from arena_tf.progress import Progress
@@ -553,18 +552,14 @@ class Pathfinder(sources.PixelRows, Task):
             )
         count = self.num_examples or self.default_num_examples
         log.info("%s: no release layout in %s; generating %d images", self.name, root, count)
-        try:
+        with sources.generator_writing(
+            f"{self.name}: no {FIRST_METADATA} in {sources.places(root, self.subfolders)}",
+            "the LRA release there, or a writable folder",
+            "pass --data-dir=DIR with DIR holding the LRA release (e.g. lra_release/) or writable",
+        ):
             return generator.write_dataset(
                 root, self.generator_config, count, self.generator_seed or 0, self.processes
             )
-        except (OSError, cli.PlaceError) as error:  # error.what: the place and why
-            raise DataNotFoundError(
-                f"{self.name}: no {FIRST_METADATA} in {sources.places(root, self.subfolders)} and "
-                f"the generator could not write there ({getattr(error, 'what', error)})",
-                "the LRA release there, or a writable folder",
-                "pass --data-dir=DIR with DIR holding the LRA release (e.g. lra_release/) or "
-                "writable",
-            ) from error
 
     def _check_generated(self, folder):
         """Refuse generated data made with other settings than this task asks for."""

@@ -28,6 +28,7 @@ Before any download the dataset's host is probed for ARENA_TF_DOWNLOAD_TIMEOUT s
 
 import abc
 import collections
+import contextlib
 import inspect
 import logging
 import os
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arena_tf import cli
 from arena_tf.config import ConfigError
 from arena_tf.files import atomic_writer  # noqa: F401 (shared with the tasks from here)
 from arena_tf.progress import Progress
@@ -280,6 +282,21 @@ def check_generation(task, where):
             "the task's data there",
             "pass --data-dir=DIR with DIR holding the data, or let training generate it first",
         )
+
+
+@contextlib.contextmanager
+def generator_writing(missing, expected, fix):
+    """Run a task's generator; a place it cannot write (OSError, or cli.PlaceError whose `what`
+    names the place and why) becomes one DataNotFoundError: `missing` (what was looked for where)
+    "and the generator could not write there (why)", with `expected` and `fix`."""
+    try:
+        yield
+    except (OSError, cli.PlaceError) as error:
+        raise DataNotFoundError(
+            f"{missing} and the generator could not write there ({getattr(error, 'what', error)})",
+            expected,
+            fix,
+        ) from error
 
 
 class TfdsTask(Task):

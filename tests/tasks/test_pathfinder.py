@@ -373,3 +373,11 @@ def test_a_read_only_task_refuses_to_generate(tmp_path):
     with pytest.raises(tasks.DataNotFoundError, match="generating it is off"):
         task.location()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_where_the_data_folder_should_be_is_one_clear_error(tmp_path):
+    (tmp_path / "a_file").write_text("")
+    task = tasks.get("pathfinder", data_dir=tmp_path / "a_file", num_examples=10, processes=1)
+    with pytest.raises(tasks.DataNotFoundError, match="could not write there.*--data-dir"):
+        task.location()
+    assert (tmp_path / "a_file").read_text() == ""

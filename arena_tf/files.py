@@ -165,8 +165,13 @@ def write_text(path, text):
         tmp.write_text(text)
 
 
+def json_text(data):
+    """The project's JSON file form: indented, keys sorted, a final newline."""
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
 def write_json(path, data):
-    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_text(path, json_text(data))
 
 
 def read_json(path):

@@ -8,7 +8,8 @@
 
 `write(tmp_path)` creates the artifact at a temporary path beside the target; `check(tmp_path)`
 returns its parity report. When the report passes, the artifact replaces the target at once
-(`arena_tf.files.atomic_path`) and the report is written as `<artifact>.parity.json`; when it
+(`arena_tf.files.atomic_path`) and its report `<artifact>.parity.json` after it (the report is
+written before the artifact moves in: a report that cannot be written stops both); when it
 fails, the temporary artifact is deleted, the previous artifact (if any) stays, and the report
 goes to `<artifact>.parity.failed.json` for inspection. A failed reduced precision (bf16, fp16)
 does not stop the others: the exports write FP32 and every reduced precision that passes.
@@ -67,20 +68,21 @@ def publish(target, write, check, prior_seconds=0.0):
     counted in the report's `export_seconds`."""
     target = pathlib.Path(target)
     started = time.perf_counter() - prior_seconds
-    try:
-        with files.atomic_path(target) as tmp:
+    try:  # the report is written before the artifact moves in, and moves in after it
+        with files.atomic_path(parity_path(target)) as report_tmp, \
+                files.atomic_path(target) as tmp:
             write(tmp)
             written = time.perf_counter()
             report = check(tmp)
             report.update(artifact=str(target), export_seconds=round(written - started, 3),
                           check_seconds=round(time.perf_counter() - written, 3))
             if not report["passed"]:
-                raise _Rejected()  # leaving the block by an exception deletes the temporary
+                raise _Rejected()  # leaving the block by an exception deletes the temporaries
+            report_tmp.write_text(files.json_text(report))  # a full disk stops both here
     except _Rejected:
         report["failed_report"] = str(failed_parity_path(target))
         files.write_json(failed_parity_path(target), report)
         return report
-    files.write_json(parity_path(target), report)
     failed_parity_path(target).unlink(missing_ok=True)
     return report
 

@@ -14,7 +14,7 @@ from arena_tf.analysis.weights import (
 from arena_tf.cli import UsageError
 from arena_tf.config import ModelConfig
 from arena_tf.encoder import Encoder
-from tests.layers.test_mechanism_contract import HEAD_DIM, HEADS, LENGTH, SMALL_PARAMS, inputs, make
+from tests.layers.test_mechanism_contract import HEAD_DIM, HEADS, LENGTH, inputs, make
 
 # Attention mechanisms (the state-space mixers have no attention weights: the analysis refuses them).
 ATTENTION = sorted(n for n in layers.available() if layers.lookup(n).has_attention_weights)

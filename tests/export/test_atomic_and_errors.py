@@ -12,6 +12,7 @@ import sys
 import keras
 import pytest
 
+from arena_tf import files
 from export import context, to_onnx, to_savedmodel
 from export.errors import ExportUsageError, ParityError
 from export.metadata import read_metadata
@@ -97,6 +98,22 @@ def test_crash_while_writing_keeps_the_previous_saved_model(run_dir, monkeypatch
     with pytest.raises(OSError, match="disk full"):
         to_savedmodel.export_savedmodel(run_dir, ["fp32"], count=8)
     assert snapshot(run_dir / "saved_model") == before
+
+
+def test_a_report_that_cannot_be_written_keeps_the_previous_artifact_and_report(run_dir,
+                                                                                monkeypatch):
+    before = snapshot(run_dir / "saved_model")
+    report_before = (run_dir / "saved_model.parity.json").read_text()
+
+    def disk_full(data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files, "json_text", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        to_savedmodel.export_savedmodel(run_dir, ["fp32"], count=8)
+    assert snapshot(run_dir / "saved_model") == before
+    assert (run_dir / "saved_model.parity.json").read_text() == report_before
+    assert not list(run_dir.glob(".*"))  # neither temporary is left
 
 
 def test_successful_export_replaces_the_previous_one_and_its_failed_report(run_dir):

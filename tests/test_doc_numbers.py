@@ -3,7 +3,9 @@ the README, the reproduction and analysis guides and archive/README.md is a valu
 (a row's test, best validation or final training accuracy, or a point of its validation curve), a
 suite's target or paper number, or a line of distance-baselines.txt; every "X% test" is a row's
 (or a re-run's) test accuracy; every "X% at step N" is a point (N, X) of some row's validation
-curve; every "N min" of training is some row's training time."""
+curve; every "N min" of training is some row's training time. Where a mechanism's name comes
+before such a quote in its paragraph (or bullet, or table row), the nearest one names the row:
+"local 63.3% test" must be local's number, not another mechanism's."""
 
 import json
 import pathlib
@@ -11,6 +13,7 @@ import re
 
 import yaml
 
+import arena_tf.layers as layers
 from arena_tf.reproduce import results, suites
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -22,6 +25,8 @@ PERCENT = re.compile(r"(?<![\d.])(\d+\.\d+)%")
 AT_STEP = re.compile(r"(\d+\.\d+)% at (?:step )?(\d[\d,]*)")
 TEST = re.compile(r"(?<![\d.])(\d+\.\d+)% test\b")
 MINUTES = re.compile(r"(?<![\d.,])(\d[\d,]*) min\b(?! \d+ s)")  # "1 min 45 s" is a command's timing
+MECHANISM = re.compile(r"\b(" + "|".join(map(re.escape, layers.available())) + r")\b")
+PARAGRAPH = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*|]|\d+\.) )")  # a blank line, a bullet or table row
 
 
 def percents(value):
@@ -38,37 +43,55 @@ def numbers(paper):
 
 def recorded(rows, suite_files, baselines_text):
     """(percentages, test accuracies, validation points (step, percent), training minutes) the
-    records hold; a row's re-runs count as rows."""
-    values, tests, points = set(), set(), set()
-    rows = [entry for row in rows for entry in (row, *row.get("reruns", ()))]
+    records hold; the last three as {value: the mechanisms whose rows hold it}; a row's re-runs
+    count as rows."""
+    values, tests, points, minutes = set(), {}, {}, {}
     for row in rows:
-        if row.get("test_accuracy") is not None:
-            tests |= percents(row["test_accuracy"])
-        for key in ("test_accuracy", "best_val_accuracy", "final_train_accuracy"):
-            if row.get(key) is not None:
-                values |= percents(row[key])
-        for step, accuracy in row.get("validation_curve", []):
-            values |= percents(accuracy)
-            points |= {(step, percent) for percent in percents(accuracy)}
+        for entry in (row, *row.get("reruns", ())):
+            mechanism = row.get("mechanism")
+            if entry.get("test_accuracy") is not None:
+                for percent in percents(entry["test_accuracy"]):
+                    tests.setdefault(percent, set()).add(mechanism)
+            for key in ("test_accuracy", "best_val_accuracy", "final_train_accuracy"):
+                if entry.get(key) is not None:
+                    values |= percents(entry[key])
+            for step, accuracy in entry.get("validation_curve", []):
+                values |= percents(accuracy)
+                for percent in percents(accuracy):
+                    points.setdefault((step, percent), set()).add(mechanism)
+            if entry.get("train_seconds"):
+                minutes.setdefault(round(entry["train_seconds"] / 60), set()).add(mechanism)
     for path in suite_files:
         suite = yaml.safe_load(path.read_text())
         values |= {float(suite.get("target") or 0), *numbers(suite.get("paper") or {}),
                    *numbers(suite.get("target_per_mechanism") or {})}
     values |= {float(number) for number in PERCENT.findall(baselines_text)}
-    minutes = {round(row["train_seconds"] / 60) for row in rows if row.get("train_seconds")}
     return values, tests, points, minutes
+
+
+def held(record, key, text, at):
+    """Whether `record` ({value: mechanisms}) holds `key` for the mechanism named nearest before
+    position `at` of `text` (any mechanism's where none is named)."""
+    named = MECHANISM.findall(text[:at])
+    mechanisms = record.get(key, set())
+    return named[-1] in mechanisms if named else bool(mechanisms)
 
 
 def unrecorded(text, values, tests, points, minutes):
     """The quotes of `text` that no record holds, as readable strings."""
-    text = " ".join(text.split())  # a quote may break across lines
-    problems = [f"{number}%" for number in PERCENT.findall(text) if float(number) not in values]
-    problems += [f"{number}% test" for number in TEST.findall(text) if float(number) not in tests]
-    quoted = [(number, int(step.replace(",", ""))) for number, step in AT_STEP.findall(text)]
-    problems += [f"{number}% at step {step}" for number, step in quoted
-                 if (step, float(number)) not in points]
-    quoted = [int(number.replace(",", "")) for number in MINUTES.findall(text)]
-    problems += [f"{number} min" for number in quoted if number not in minutes]
+    problems = []
+    for paragraph in PARAGRAPH.split(text):
+        paragraph = " ".join(paragraph.split())  # a quote may break across lines
+        problems += [f"{number}%" for number in PERCENT.findall(paragraph)
+                     if float(number) not in values]
+        problems += [f"{match[1]}% test" for match in TEST.finditer(paragraph)
+                     if not held(tests, float(match[1]), paragraph, match.start())]
+        problems += [f"{match[1]}% at step {match[2]}" for match in AT_STEP.finditer(paragraph)
+                     if not held(points, (int(match[2].replace(",", "")), float(match[1])),
+                                 paragraph, match.start())]
+        problems += [f"{match[1]} min" for match in MINUTES.finditer(paragraph)
+                     if not held(minutes, int(match[1].replace(",", "")), paragraph,
+                                 match.start())]
     return problems
 
 
@@ -84,16 +107,20 @@ def test_the_reproduction_prose_quotes_only_recorded_numbers():
 
 
 def test_a_number_no_record_holds_is_found():
-    row = {"test_accuracy": 0.729, "best_val_accuracy": 0.752, "train_seconds": 6600,
-           "validation_curve": [[2500, 0.689], [3000, 0.7]]}
-    records = recorded([row], [], "scores 70.6% on the test split")
-    fine = "ended at 72.9% test (best validation 75.2%; 110 min), 68.9% at step 2,500; 70.6%"
+    row = {"mechanism": "full", "test_accuracy": 0.729, "best_val_accuracy": 0.752,
+           "train_seconds": 6600, "validation_curve": [[2500, 0.689], [3000, 0.7]]}
+    other = {"mechanism": "local", "test_accuracy": 0.633, "train_seconds": 2400}
+    records = recorded([row, other], [], "scores 70.6% on the test split")
+    fine = ("full ended at 72.9% test (best validation 75.2%; 110 min), 68.9% at step 2,500; "
+            "70.6%; local 63.3% test (40 min)\n\n72.9% test")
     assert unrecorded(fine, *records) == []
-    wrong = ("ended at 72.8% test, validation 68.9% at 3,000 and 70.0% at\nstep 2500; 111 min; "
-             "75.2% test; 1,110 min")
-    assert unrecorded(wrong, *records) == ["72.8%", "72.8% test", "75.2% test",
-                                           "68.9% at step 3000", "70.0% at step 2500", "111 min",
-                                           "1110 min"]
+    wrong = ("full ended at 72.8% test, validation 68.9% at 3,000 and 70.0% at\nstep 2500; 111 min;"
+             " 75.2% test; 1,110 min; 63.3% test (40 min)\n- local 72.9% test, 68.9% at step "
+             "2,500 (110 min)")
+    assert unrecorded(wrong, *records) == [
+        "72.8%", "72.8% test", "75.2% test", "63.3% test", "68.9% at step 3,000",
+        "70.0% at step 2500", "111 min", "1,110 min", "40 min", "72.9% test",
+        "68.9% at step 2,500", "110 min"]
 
 
 def test_the_suites_and_baselines_it_reads_exist():

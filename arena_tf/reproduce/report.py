@@ -20,7 +20,7 @@ from arena_tf.reproduce.results import RESULTS, TRAIN_WINDOWS, command_of, read_
 from arena_tf.reproduce.suites import BOOKKEEPING, SUITES, load_suite, plan, suite_paths
 
 REPORT = RESULTS.parent / "report.md"
-README_SUITES = ("cpu-listops", "cpu-pathfinder")  # whose tables the README's summary shows
+README_SUITES = ("cpu-listops", "cpu-pathfinder", "pathfinder-intermediate")  # the README's summary
 
 
 def spread(values):
@@ -238,21 +238,23 @@ def headline_cell(done, suite, mechanism):
 
 def headline(rows, suites_dir=SUITES, names=README_SUITES):
     """The README's summary: per mechanism, each of the suites `names` (one task each): our test
-    accuracy with the target's verdict beside the paper's number."""
+    accuracy with the target's verdict, beside the paper's number where the suite has one."""
     suites = [load_suite(name, suites_dir) for name in names]
     mechanisms = list(dict.fromkeys(m for suite in suites for m in suite.mechanisms))
+    papers = [suite.paper_of(suite.tasks[0]) for suite in suites]
     header = ["mechanism"]
-    for suite in suites:
-        header += [f"`{suite.name}` ({suite.tasks[0]}) test %", f"{suite.paper_source} %"]
+    for suite, paper in zip(suites, papers):
+        header += [f"`{suite.name}` ({suite.tasks[0]}) test %"]
+        header += [f"{suite.paper_source} %"] if paper else []
     lines = []
     for mechanism in mechanisms:
         line = [f"`{mechanism}`"]
-        for suite in suites:
+        for suite, paper in zip(suites, papers):
             done = [r for r in rows if r["suite"] == suite.name and r["mechanism"] == mechanism]
-            paper = suite.paper_of(suite.tasks[0]).get(mechanism)
             inside = mechanism in suite.mechanisms
-            line += [headline_cell(done, suite, mechanism) if inside else "",
-                     "" if paper is None else f"{paper:.2f}"]
+            line += [headline_cell(done, suite, mechanism) if inside else ""]
+            number = paper.get(mechanism)
+            line += ["" if number is None else f"{number:.2f}"] if paper else []
         lines.append(line)
     return table(header, lines)
 

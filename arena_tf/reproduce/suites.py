@@ -35,7 +35,7 @@ class Suite:
     mechanisms: tuple
     seeds: tuple
     seeds_per_mechanism: dict
-    paper: dict
+    paper: dict = dataclasses.field(default_factory=dict)  # none: the reports show no paper column
     preset: str = None
     target: float = None
     overrides: tuple = ()  # --set values for every run
@@ -149,6 +149,10 @@ def load_suite(name, suites_dir=SUITES):
     if unknown:
         raise cli.UsageError(f"{path}: unknown key {unknown[0]!r}", f"keys among {sorted(fields)}",
                              "correct the suite file")
+    missing = [key for key in ("task", "mechanisms") if not raw.get(key)]
+    if missing:
+        raise cli.UsageError(f"{path}: no {missing[0]!r}", "a suite names its task and mechanisms",
+                             f"add '{missing[0]}:' to the suite file")
     return Suite(name=name, **{**raw, "mechanisms": tuple(raw.get("mechanisms", ())),
                                "seeds": tuple(raw.get("seeds", (0,))),
                                "seeds_per_mechanism": raw.get("seeds_per_mechanism", {}),

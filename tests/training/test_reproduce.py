@@ -93,6 +93,9 @@ def test_unknown_suite_and_mechanism_are_one_line(setting, capfd):
         load_suite("nope", suites)
     with pytest.raises(cli.UsageError, match="'full' is not in suite tiny-listops"):
         plan(suite, ["full"])
+    (suites / "taskless.yaml").write_text("mechanisms: [full]\n")
+    with pytest.raises(cli.UsageError, match="taskless.yaml: no 'task'; expected a suite names its"):
+        load_suite("taskless", suites)
 
 
 def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path):
@@ -191,6 +194,21 @@ def test_a_suite_of_several_tasks_runs_each_and_reports_each_beside_its_paper(tm
     assert "| `full` | missing: not run yet |  |  | 36.37 |" in listops
     assert "| `full` | 40.0 | 41.0 |  | 42.44 | 10.0 |" in image
     assert "| `linear` | missing: not run yet |" in image
+
+
+def test_the_readme_summary_shows_each_suite_with_its_paper_column_where_it_has_one(tmp_path):
+    (tmp_path / "easy.yaml").write_text(yaml.safe_dump({
+        "task": "pathfinder", "mechanisms": ["full", "local"], "target": 70,
+        "paper": {"full": 71.4}, "paper_source": "LRA"}))
+    (tmp_path / "harder.yaml").write_text(yaml.safe_dump({
+        "task": "pathfinder", "mechanisms": ["full"], "target": 60.3}))
+    rows = [{"suite": "easy", "mechanism": "full", "test_accuracy": 0.729},
+            {"suite": "harder", "mechanism": "full", "test_accuracy": 0.5}]
+    text = report.headline(rows, tmp_path, ("easy", "harder"))
+    assert text.splitlines()[0] == ("| mechanism | `easy` (pathfinder) test % | LRA % | "
+                                    "`harder` (pathfinder) test % |")
+    assert "| `full` | 72.9, met | 71.40 | 50.0, under 60.3 |" in text
+    assert "| `local` | not run |  |  |" in text
 
 
 def report_row(suite, mechanism, accuracy, command, **extra):

@@ -113,7 +113,11 @@ def atomic_path(path):
         if path.is_dir() and tmp.is_dir():
             old = tmp.parent / OLD
             os.replace(path, old)  # a directory cannot be replaced in one step; keep the old one
-            os.replace(tmp, path)  # until the new one is in place
+            try:  # until the new one is in place
+                os.replace(tmp, path)
+            except BaseException:
+                os.replace(old, path)  # the new one could not move in: the old one goes back
+                raise
         else:
             os.replace(tmp, path)
     finally:

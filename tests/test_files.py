@@ -46,3 +46,24 @@ def test_a_folder_that_cannot_be_made_is_one_usage_error(tmp_path, place, words)
     with pytest.raises(cli.UsageError, match=words):
         files.write_json(tmp_path / place, {"a": 1})
     assert [p.name for p in tmp_path.iterdir()] == ["notes"]
+
+
+def test_a_folder_that_cannot_move_in_leaves_the_previous_folder_in_place(tmp_path, monkeypatch):
+    place = tmp_path / "saved_model"
+    place.mkdir()
+    (place / "saved_model.pb").write_text("previous")
+    moves = []
+
+    def replace(source, target, real=files.os.replace):
+        moves.append(target)
+        if len(moves) == 2:  # the new folder's move, after the old one moved aside
+            raise OSError(5, "Input/output error")
+        real(source, target)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    with pytest.raises(OSError, match="Input/output error"):
+        with files.atomic_path(place) as tmp:
+            tmp.mkdir()
+            (tmp / "saved_model.pb").write_text("new")
+    assert (place / "saved_model.pb").read_text() == "previous"
+    assert [p.name for p in tmp_path.iterdir()] == ["saved_model"]

@@ -35,7 +35,7 @@ class Suite:
     mechanisms: tuple
     seeds: tuple
     seeds_per_mechanism: dict
-    paper: dict = dataclasses.field(default_factory=dict)  # none: the reports show no paper column
+    paper: dict = dataclasses.field(default_factory=dict)  # none: the README shows no paper column
     preset: str = None
     target: float = None
     overrides: tuple = ()  # --set values for every run
@@ -153,7 +153,8 @@ def load_suite(name, suites_dir=SUITES):
     if missing:
         raise cli.UsageError(f"{path}: no {missing[0]!r}", "a suite names its task and mechanisms",
                              f"add '{missing[0]}:' to the suite file")
-    return Suite(name=name, **{**raw, "mechanisms": tuple(raw.get("mechanisms", ())),
+    return Suite(name=name, **{**raw, "mechanisms": tuple(raw["mechanisms"]),
+                               "paper": raw.get("paper") or {},
                                "seeds": tuple(raw.get("seeds", (0,))),
                                "seeds_per_mechanism": raw.get("seeds_per_mechanism", {}),
                                "overrides": tuple(raw.get("overrides", ()))})

@@ -103,6 +103,7 @@ def test_crash_while_writing_keeps_the_previous_saved_model(run_dir, monkeypatch
 def test_a_report_that_cannot_be_written_keeps_the_previous_artifact_and_report(run_dir,
                                                                                 monkeypatch):
     before = snapshot(run_dir / "saved_model")
+    folder = (run_dir / "saved_model").stat().st_ino  # the same folder, not an equal new one
     report_before = (run_dir / "saved_model.parity.json").read_text()
 
     def disk_full(data):
@@ -112,6 +113,7 @@ def test_a_report_that_cannot_be_written_keeps_the_previous_artifact_and_report(
     with pytest.raises(OSError, match="No space left"):
         to_savedmodel.export_savedmodel(run_dir, ["fp32"], count=8)
     assert snapshot(run_dir / "saved_model") == before
+    assert (run_dir / "saved_model").stat().st_ino == folder
     assert (run_dir / "saved_model.parity.json").read_text() == report_before
     assert not list(run_dir.glob(".*"))  # neither temporary is left
 

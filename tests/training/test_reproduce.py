@@ -201,7 +201,7 @@ def test_the_readme_summary_shows_each_suite_with_its_paper_column_where_it_has_
         "task": "pathfinder", "mechanisms": ["full", "local"], "target": 70,
         "paper": {"full": 71.4}, "paper_source": "LRA"}))
     (tmp_path / "harder.yaml").write_text(yaml.safe_dump({
-        "task": "pathfinder", "mechanisms": ["full"], "target": 60.3}))
+        "task": "pathfinder", "mechanisms": ["full"], "target": 60.3, "paper": None}))
     rows = [{"suite": "easy", "mechanism": "full", "test_accuracy": 0.729},
             {"suite": "harder", "mechanism": "full", "test_accuracy": 0.5}]
     text = report.headline(rows, tmp_path, ("easy", "harder"))

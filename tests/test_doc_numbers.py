@@ -41,26 +41,30 @@ def numbers(paper):
     return {float(paper)}
 
 
+def holds(record, keys, mechanism):
+    """Add `mechanism` to each of `keys` in `record` ({value: mechanisms})."""
+    for key in keys:
+        record.setdefault(key, set()).add(mechanism)
+
+
 def recorded(rows, suite_files, baselines_text):
     """(percentages, test accuracies, validation points (step, percent), training minutes) the
     records hold; the last three as {value: the mechanisms whose rows hold it}; a row's re-runs
     count as rows."""
     values, tests, points, minutes = set(), {}, {}, {}
     for row in rows:
+        mechanism = row.get("mechanism")
         for entry in (row, *row.get("reruns", ())):
-            mechanism = row.get("mechanism")
             if entry.get("test_accuracy") is not None:
-                for percent in percents(entry["test_accuracy"]):
-                    tests.setdefault(percent, set()).add(mechanism)
+                holds(tests, percents(entry["test_accuracy"]), mechanism)
             for key in ("test_accuracy", "best_val_accuracy", "final_train_accuracy"):
                 if entry.get(key) is not None:
                     values |= percents(entry[key])
             for step, accuracy in entry.get("validation_curve", []):
                 values |= percents(accuracy)
-                for percent in percents(accuracy):
-                    points.setdefault((step, percent), set()).add(mechanism)
+                holds(points, {(step, percent) for percent in percents(accuracy)}, mechanism)
             if entry.get("train_seconds"):
-                minutes.setdefault(round(entry["train_seconds"] / 60), set()).add(mechanism)
+                holds(minutes, {round(entry["train_seconds"] / 60)}, mechanism)
     for path in suite_files:
         suite = yaml.safe_load(path.read_text())
         values |= {float(suite.get("target") or 0), *numbers(suite.get("paper") or {}),

@@ -64,15 +64,15 @@ def suite_table(name, rows, suite, task=None, paused=None):
     lines = []
     paused = paused or {}
     task = task or (suite.tasks[0] if suite else None)
+    paper = suite.paper_of(task) if suite else {}
     for mechanism in (suite.mechanisms if suite else sorted({r["mechanism"] for r in rows})):
         done = [r for r in rows if r["mechanism"] == mechanism]
-        paper = suite.paper_of(task).get(mechanism) if suite else None
-        paper_cell = "" if paper is None else f"{paper:.2f}"
         if not done:
             missing = (f"missing: paused at step {paused[mechanism]:,} (carried in "
                        f"{paused_runs.PAUSED.name}/)" if mechanism in paused else
                        "missing: not run yet")
-            lines.append([f"`{mechanism}`", missing, "", "", paper_cell, "", ""])
+            lines.append([f"`{mechanism}`", missing, "", "", *paper_cells(paper, mechanism),
+                          "", ""])
             continue
         accuracies = [100 * r["test_accuracy"] for r in done]
         mean = statistics.fmean(accuracies)
@@ -84,11 +84,21 @@ def suite_table(name, rows, suite, task=None, paused=None):
         lines.append([f"`{mechanism}`", spread(accuracies),
                       f"{statistics.fmean(100 * r['best_val_accuracy'] for r in done):.1f}",
                       f"{100 * statistics.fmean(trained):.1f}" if trained else "",
-                      paper_cell, "" if chance is None else f"{100 * chance:.1f}", verdict])
-    source = suite.paper_source if suite else "LRA paper"
+                      *paper_cells(paper, mechanism),
+                      "" if chance is None else f"{100 * chance:.1f}", verdict])
+    paper_header = [f"{suite.paper_source} %"] if paper else []
     return table(["mechanism", "test accuracy % (ours)", "best validation %",
-                  f"training % (last {TRAIN_WINDOWS} logs)", f"{source} %", "majority class %",
+                  f"training % (last {TRAIN_WINDOWS} logs)", *paper_header, "majority class %",
                   "target"], lines)
+
+
+def paper_cells(paper, mechanism):
+    """The paper column's cell for `mechanism`, blank where `paper` ({mechanism: number}) lacks
+    it; no cell at all where the suite has no paper numbers (its tables have no such column)."""
+    if not paper:
+        return []
+    number = paper.get(mechanism)
+    return ["" if number is None else f"{number:.2f}"]
 
 
 def suite_heading(suite):
@@ -252,9 +262,8 @@ def headline(rows, suites_dir=SUITES, names=README_SUITES):
         for suite, paper in zip(suites, papers):
             done = [r for r in rows if r["suite"] == suite.name and r["mechanism"] == mechanism]
             inside = mechanism in suite.mechanisms
-            line += [headline_cell(done, suite, mechanism) if inside else ""]
-            number = paper.get(mechanism)
-            line += ["" if number is None else f"{number:.2f}"] if paper else []
+            line += [headline_cell(done, suite, mechanism) if inside else "",
+                     *paper_cells(paper, mechanism)]
         lines.append(line)
     return table(header, lines)
 

@@ -35,7 +35,7 @@ class Suite:
     mechanisms: tuple
     seeds: tuple
     seeds_per_mechanism: dict
-    paper: dict = dataclasses.field(default_factory=dict)  # none: the README shows no paper column
+    paper: dict = dataclasses.field(default_factory=dict)  # none: no paper column in the tables
     preset: str = None
     target: float = None
     overrides: tuple = ()  # --set values for every run

@@ -117,6 +117,10 @@ def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path)
     assert "| `linear` | 45.0 | 50.0 | 60.0 | 16.13 | 17.0 | met |" in text
     assert "| `s4d` | 45.0 | 50.0 |  | 60.00 | 17.0 | missed (50.0) |" in text
     assert "`s4d` 50.0%" in report.suite_heading(suite)
+    unpublished = dataclasses.replace(suite, paper={})
+    text = report.suite_table("mixed", rows, unpublished)
+    assert "published %" not in text  # a suite without paper numbers has no paper column
+    assert "| `linear` | 45.0 | 50.0 | 60.0 | 17.0 | met |" in text
 
 
 def test_a_stored_command_survives_the_shell_when_a_setting_holds_spaces(tmp_path):

@@ -134,7 +134,9 @@ class ListOps(sources.TextPreview, Task):
         checked line by line (once per process); BadDataError at the first malformed line."""
         root = sources.data_root(self.name, self.data_dir)
         names = list(generator.SPLIT_FILES.values())
-        folder = sources.find_folder(root, names, SUBFOLDERS) or self._generate(root, names)
+        folder = sources.found_or_generated(
+            root, lambda: sources.find_folder(root, names, SUBFOLDERS),
+            lambda: self._generate(root, names))
         made_with = generator.generated_spec(folder)
         if self.requested_spec and made_with and made_with != self.requested_spec:
             raise BadDataError(

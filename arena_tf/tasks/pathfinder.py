@@ -387,9 +387,9 @@ class Pathfinder(sources.PixelRows, Task):
     def dataset_dir(self):
         """The release-layout directory read, generating it first if no candidate holds one."""
         root = sources.data_root(self.name, self.data_dir)
-        folder = sources.find_folder(root, [FIRST_METADATA], self.subfolders)
-        if folder is None:
-            return self._generate(root)
+        folder = sources.found_or_generated(
+            root, lambda: sources.find_folder(root, [FIRST_METADATA], self.subfolders),
+            lambda: self._generate(root))
         self._check_generated(folder)
         return folder
 

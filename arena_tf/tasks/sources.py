@@ -33,6 +33,7 @@ import inspect
 import logging
 import os
 import socket
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,7 @@ import numpy as np
 from arena_tf import cli
 from arena_tf.config import ConfigError
 from arena_tf.files import atomic_writer  # noqa: F401 (shared with the tasks from here)
+from arena_tf.locks import FileLock
 from arena_tf.progress import Progress
 from arena_tf.tasks.base import SPLITS, DataNotFoundError, RowError, Task
 
@@ -70,6 +72,39 @@ def find_folder(root, filenames, subfolders=("",)):
         if all((folder / name).is_file() for name in filenames):
             return folder
     return None
+
+
+# In a task's data root while one process generates its data (arena_tf/locks.py).
+GENERATION_LOCK = ".generating.lock"
+
+
+class _Generating(Exception):
+    """Another process holds the generation lock: its str names the pid."""
+
+
+def found_or_generated(root, find, generate):
+    """find()'s folder; where it finds none, generate()'s, holding GENERATION_LOCK in `root` so
+    that a second process asking for the same data meanwhile (two runs started side by side on a
+    fresh machine) waits for the first, in one line, and then finds what it wrote, instead of
+    writing the same files alongside it. Where `root` cannot hold the lock, generate() runs
+    unguarded (and says why it cannot write there, if it cannot)."""
+    folder = find()
+    if folder is not None:
+        return folder
+    path = Path(root) / GENERATION_LOCK
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(path, busy=_Generating).acquire()
+    except _Generating as holder:
+        print(f"waiting for {holder}, which is generating the data in {root}", file=sys.stderr,
+              flush=True)
+        lock = FileLock(path).acquire()
+    except OSError:
+        return generate()
+    try:
+        return find() or generate()
+    finally:
+        lock.release()
 
 
 def present_files(root, filenames, subfolders=("",)):

@@ -1,17 +1,48 @@
-"""The machine this process runs on, as reports name it (the CPU's model)."""
+"""The machine this process runs on, as reports name it: the CPU's model name, family and model,
+and its widest vector unit, read from /proc/cpuinfo."""
 
 import pathlib
 import platform
 
 CPUINFO = pathlib.Path("/proc/cpuinfo")
+# The widest vector unit a CPU's flags name, widest first (x86; other CPUs name none of them).
+VECTOR_UNITS = (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX-512 BF16"),
+                ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+
+
+def first_processor(cpuinfo=CPUINFO):
+    """{field: value} of the first processor in `cpuinfo` (empty where it cannot be read)."""
+    try:
+        text = pathlib.Path(cpuinfo).read_text()
+    except OSError:
+        return {}
+    fields = {}
+    for line in text.splitlines():
+        key, colon, value = line.partition(":")
+        if not colon:  # the blank line after the first processor
+            if fields:
+                break
+            continue
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def cpu_flags(cpuinfo=CPUINFO):
+    """The set of the first processor's flags (x86 'flags', Arm 'Features'); empty if unread."""
+    fields = first_processor(cpuinfo)
+    return set(fields.get("flags", fields.get("Features", "")).split())
 
 
 def cpu_model(cpuinfo=CPUINFO):
-    """The CPU's model name from /proc/cpuinfo (the platform's processor string elsewhere)."""
-    try:
-        for line in pathlib.Path(cpuinfo).read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    """The CPU's model name (the platform's processor string where /proc/cpuinfo has none), with
+    its family, model and widest vector unit where known: a virtual machine may name only the
+    maker ('AMD EPYC'), the same for a Zen 1 with AVX2 as for a Zen 4 with AVX-512 BF16, whose
+    speeds differ several times over."""
+    fields = first_processor(cpuinfo)
+    name = fields.get("model name") or platform.processor() or "unknown"
+    details = []
+    if fields.get("cpu family") and fields.get("model"):
+        details.append(f"family {fields['cpu family']} model {fields['model']}")
+    flags = cpu_flags(cpuinfo)
+    details += [label for flag, label in VECTOR_UNITS if flag in flags][:1]
+    return f"{name} ({', '.join(details)})" if details else name

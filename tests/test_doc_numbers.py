@@ -4,8 +4,8 @@ the README, the reproduction and analysis guides and archive/README.md is a valu
 suite's target or paper number, or a line of distance-baselines.txt; every "X% test" is a row's
 (or a re-run's) test accuracy; every "X% at step N" is a point (N, X) of some row's validation
 curve; every "N min" of training is some row's training time. Where a mechanism's name comes
-before such a quote in its paragraph (or bullet, or table row), the nearest one names the row:
-"local 63.3% test" must be local's number, not another mechanism's."""
+before such a quote in its paragraph (or bullet, or table row), the nearest one names the row,
+in any case: "local 63.3% test" (or "Local attention: 63.3% test") must be local's number."""
 
 import json
 import pathlib
@@ -25,7 +25,8 @@ PERCENT = re.compile(r"(?<![\d.])(\d+\.\d+)%")
 AT_STEP = re.compile(r"(\d+\.\d+)% at (?:step )?(\d[\d,]*)")
 TEST = re.compile(r"(?<![\d.])(\d+\.\d+)% test\b")
 MINUTES = re.compile(r"(?<![\d.,])(\d[\d,]*) min\b(?! \d+ s)")  # "1 min 45 s" is a command's timing
-MECHANISM = re.compile(r"\b(" + "|".join(map(re.escape, layers.available())) + r")\b")
+MECHANISM = re.compile(r"\b(" + "|".join(map(re.escape, layers.available())) + r")\b",
+                       re.IGNORECASE)  # "BigBird" and "Full attention" name rows too
 PARAGRAPH = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*|]|\d+\.) )")  # a blank line, a bullet or table row
 
 
@@ -78,7 +79,7 @@ def held(record, key, text, at):
     position `at` of `text` (any mechanism's where none is named)."""
     named = MECHANISM.findall(text[:at])
     mechanisms = record.get(key, set())
-    return named[-1] in mechanisms if named else bool(mechanisms)
+    return named[-1].lower() in mechanisms if named else bool(mechanisms)
 
 
 def unrecorded(text, values, tests, points, minutes):
@@ -120,11 +121,11 @@ def test_a_number_no_record_holds_is_found():
     assert unrecorded(fine, *records) == []
     wrong = ("full ended at 72.8% test, validation 68.9% at 3,000 and 70.0% at\nstep 2500; 111 min;"
              " 75.2% test; 1,110 min; 63.3% test (40 min)\n- local 72.9% test, 68.9% at step "
-             "2,500 (110 min)")
+             "2,500 (110 min)\n- Local attention: 72.9% test")
     assert unrecorded(wrong, *records) == [
         "72.8%", "72.8% test", "75.2% test", "63.3% test", "68.9% at step 3,000",
         "70.0% at step 2500", "111 min", "1,110 min", "40 min", "72.9% test",
-        "68.9% at step 2,500", "110 min"]
+        "68.9% at step 2,500", "110 min", "72.9% test"]
 
 
 def test_the_suites_and_baselines_it_reads_exist():

@@ -13,7 +13,7 @@ import re
 
 import yaml
 
-import arena_tf.layers as layers
+from arena_tf import layers
 from arena_tf.reproduce import results, suites
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

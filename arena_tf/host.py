@@ -7,7 +7,11 @@ import platform
 CPUINFO = pathlib.Path("/proc/cpuinfo")
 # The widest vector unit a CPU's flags name, widest first (x86; other CPUs name none of them).
 VECTOR_UNITS = (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX-512 BF16"),
-                ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+                ("avx512f", "AVX-512"), ("avx2", "AVX2"), ("sve2", "SVE2"), ("sve", "SVE"),
+                ("asimd", "NEON"))
+# What tells CPUs apart where /proc/cpuinfo gives no model name (Arm: who designed it, which part).
+IDENTIFIERS = (("cpu family", "family"), ("model", "model"), ("CPU implementer", "implementer"),
+               ("CPU part", "part"))
 
 
 def first_processor(cpuinfo=CPUINFO):
@@ -27,22 +31,22 @@ def first_processor(cpuinfo=CPUINFO):
     return fields
 
 
-def cpu_flags(cpuinfo=CPUINFO):
-    """The set of the first processor's flags (x86 'flags', Arm 'Features'); empty if unread."""
-    fields = first_processor(cpuinfo)
+def cpu_flags(cpuinfo=CPUINFO, fields=None):
+    """The set of the first processor's flags (x86 'flags', Arm 'Features'); empty if unread.
+    `fields`: first_processor's, where already read."""
+    fields = first_processor(cpuinfo) if fields is None else fields
     return set(fields.get("flags", fields.get("Features", "")).split())
 
 
 def cpu_model(cpuinfo=CPUINFO):
     """The CPU's model name (the platform's processor string where /proc/cpuinfo has none), with
-    its family, model and widest vector unit where known: a virtual machine may name only the
+    its family and model (Arm: implementer and part) and widest vector unit where known: a virtual machine may name only the
     maker ('AMD EPYC'), the same for a Zen 1 with AVX2 as for a Zen 4 with AVX-512 BF16, whose
     speeds differ several times over."""
     fields = first_processor(cpuinfo)
     name = fields.get("model name") or platform.processor() or "unknown"
-    details = []
-    if fields.get("cpu family") and fields.get("model"):
-        details.append(f"family {fields['cpu family']} model {fields['model']}")
-    flags = cpu_flags(cpuinfo)
-    details += [label for flag, label in VECTOR_UNITS if flag in flags][:1]
+    identity = " ".join(f"{label} {fields[key]}" for key, label in IDENTIFIERS if fields.get(key))
+    flags = cpu_flags(fields=fields)
+    unit = [label for flag, label in VECTOR_UNITS if flag in flags][:1]
+    details = ([identity] if identity else []) + unit
     return f"{name} ({', '.join(details)})" if details else name

@@ -522,9 +522,9 @@ FAULTS = [
           "tests/test_bad_input_boundary.py::test_merge_of_a_partial_row_leaves_results_json_as_it_was_and_reports_say_why"),
     Fault("two runs started side by side that both generate the same missing data",
           "the second waits for the first in one line ('waiting for pid N, which is generating "
-          "the data in DIR'), then reads what it wrote",
+          "pathfinder32/curv_contour_length_9 in data/pathfinder'), then reads what it wrote",
           "tests/tasks/test_generation_lock.py::test_a_waiting_caller_says_whom_it_waits_for"),
-    Fault("a run whose estimated peak memory exceeds what the machine has available",
+    Fault("a CPU run whose estimated peak memory exceeds what the machine has available",
           "refused before its first step with the estimate and the memory available, exit 2",
           "tests/test_bad_input_boundary.py::test_the_memory_guard_refuses_with_the_estimate_and_the_memory_available"),
     Fault("a benchmark configuration larger than the memory available", "skipped with the "

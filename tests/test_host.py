@@ -7,7 +7,8 @@ ZEN1 = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t:
         "model name\t: AMD EPYC\nflags\t\t: fpu sse2 fma avx2\n\n")
 ZEN4 = ("processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
         "flags\t\t: fpu avx2 avx512f avx512_bf16\n\n")
-ARM = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd sve\nCPU implementer\t: 0x41\n\n"
+ARM = ("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd sve\nCPU implementer\t: 0x41\n"
+       "CPU part\t: 0xd0c\n\n")
 
 
 def cpuinfo(tmp_path, text):
@@ -28,9 +29,9 @@ def test_the_first_processor_alone_is_read(tmp_path):
     assert host.cpu_flags(path) == {"fpu", "sse2", "fma", "avx2"}
 
 
-def test_a_cpu_without_those_fields_is_named_by_the_platform(tmp_path, monkeypatch):
+def test_a_cpu_without_a_model_name_is_named_by_the_platform_and_its_part(tmp_path, monkeypatch):
     monkeypatch.setattr(host.platform, "processor", lambda: "aarch64")
     assert host.cpu_flags(cpuinfo(tmp_path, ARM)) == {"fp", "asimd", "sve"}
-    assert host.cpu_model(cpuinfo(tmp_path, ARM)) == "aarch64"
+    assert host.cpu_model(cpuinfo(tmp_path, ARM)) == "aarch64 (implementer 0x41 part 0xd0c, SVE)"
     assert host.cpu_model(tmp_path / "absent") == "aarch64"
     assert host.cpu_flags(tmp_path / "absent") == set()

@@ -86,10 +86,14 @@ def suite_table(name, rows, suite, task=None, paused=None):
                       f"{100 * statistics.fmean(trained):.1f}" if trained else "",
                       *paper_cells(paper, mechanism),
                       "" if chance is None else f"{100 * chance:.1f}", verdict])
-    paper_header = [f"{suite.paper_source} %"] if paper else []
     return table(["mechanism", "test accuracy % (ours)", "best validation %",
-                  f"training % (last {TRAIN_WINDOWS} logs)", *paper_header, "majority class %",
-                  "target"], lines)
+                  f"training % (last {TRAIN_WINDOWS} logs)", *paper_header(suite, paper),
+                  "majority class %", "target"], lines)
+
+
+def paper_header(suite, paper):
+    """The paper column's heading, none where `paper` (the suite's numbers) is empty."""
+    return [f"{suite.paper_source} %"] if paper else []
 
 
 def paper_cells(paper, mechanism):
@@ -255,7 +259,7 @@ def headline(rows, suites_dir=SUITES, names=README_SUITES):
     header = ["mechanism"]
     for suite, paper in zip(suites, papers):
         header += [f"`{suite.name}` ({suite.tasks[0]}) test %"]
-        header += [f"{suite.paper_source} %"] if paper else []
+        header += paper_header(suite, paper)
     lines = []
     for mechanism in mechanisms:
         line = [f"`{mechanism}`"]

@@ -135,7 +135,7 @@ class ListOps(sources.TextPreview, Task):
         root = sources.data_root(self.name, self.data_dir)
         names = list(generator.SPLIT_FILES.values())
         folder = sources.found_or_generated(
-            root, lambda: sources.find_folder(root, names, SUBFOLDERS),
+            self, root, self.name, lambda: sources.find_folder(root, names, SUBFOLDERS),
             lambda: self._generate(root, names))
         made_with = generator.generated_spec(folder)
         if self.requested_spec and made_with and made_with != self.requested_spec:

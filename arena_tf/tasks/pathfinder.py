@@ -388,7 +388,8 @@ class Pathfinder(sources.PixelRows, Task):
         """The release-layout directory read, generating it first if no candidate holds one."""
         root = sources.data_root(self.name, self.data_dir)
         folder = sources.found_or_generated(
-            root, lambda: sources.find_folder(root, [FIRST_METADATA], self.subfolders),
+            self, root, self.generator_config.release_path,
+            lambda: sources.find_folder(root, [FIRST_METADATA], self.subfolders),
             lambda: self._generate(root))
         self._check_generated(folder)
         return folder

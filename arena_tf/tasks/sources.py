@@ -74,29 +74,27 @@ def find_folder(root, filenames, subfolders=("",)):
     return None
 
 
-# In a task's data root while one process generates its data (arena_tf/locks.py).
-GENERATION_LOCK = ".generating.lock"
-
-
 class _Generating(Exception):
     """Another process holds the generation lock: its str names the pid."""
 
 
-def found_or_generated(root, find, generate):
-    """find()'s folder; where it finds none, generate()'s, holding GENERATION_LOCK in `root` so
-    that a second process asking for the same data meanwhile (two runs started side by side on a
-    fresh machine) waits for the first, in one line, and then finds what it wrote, instead of
-    writing the same files alongside it. Where `root` cannot hold the lock, generate() runs
-    unguarded (and says why it cannot write there, if it cannot)."""
+def found_or_generated(task, root, dataset, find, generate):
+    """find()'s folder; where it finds none, generate()'s, holding a lock named after `dataset`
+    (what generate() writes, e.g. 'pathfinder32/curv_contour_length_9') in `root`, so that a second
+    process asking for the same data meanwhile (two runs started side by side on a fresh machine)
+    waits for the first, in one line, and then finds what it wrote, instead of writing the same
+    files alongside it. A task that may not generate (`task.generate` False) takes no lock and
+    creates nothing; where `root` cannot hold the lock, generate() runs unguarded (and says why it
+    cannot write there, if it cannot)."""
     folder = find()
-    if folder is not None:
-        return folder
-    path = Path(root) / GENERATION_LOCK
+    if folder is not None or not task.generate:
+        return folder or generate()
+    path = Path(root) / f".{str(dataset).replace('/', '-')}.generating.lock"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(path, busy=_Generating).acquire()
     except _Generating as holder:
-        print(f"waiting for {holder}, which is generating the data in {root}", file=sys.stderr,
+        print(f"waiting for {holder}, which is generating {dataset} in {root}", file=sys.stderr,
               flush=True)
         lock = FileLock(path).acquire()
     except OSError:

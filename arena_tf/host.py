@@ -5,11 +5,11 @@ import pathlib
 import platform
 
 CPUINFO = pathlib.Path("/proc/cpuinfo")
-# The widest vector unit a CPU's flags name, widest first (x86; other CPUs name none of them).
+# The vector units a CPU's flags name, widest first (x86, then Arm).
 VECTOR_UNITS = (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX-512 BF16"),
                 ("avx512f", "AVX-512"), ("avx2", "AVX2"), ("sve2", "SVE2"), ("sve", "SVE"),
                 ("asimd", "NEON"))
-# What tells CPUs apart where /proc/cpuinfo gives no model name (Arm: who designed it, which part).
+# What tells CPUs of one model name apart (x86: family and model; Arm: designer and part).
 IDENTIFIERS = (("cpu family", "family"), ("model", "model"), ("CPU implementer", "implementer"),
                ("CPU part", "part"))
 
@@ -31,22 +31,25 @@ def first_processor(cpuinfo=CPUINFO):
     return fields
 
 
-def cpu_flags(cpuinfo=CPUINFO, fields=None):
-    """The set of the first processor's flags (x86 'flags', Arm 'Features'); empty if unread.
-    `fields`: first_processor's, where already read."""
-    fields = first_processor(cpuinfo) if fields is None else fields
+def flags_of(fields):
+    """The set of flags among first_processor's `fields` (x86 'flags', Arm 'Features')."""
     return set(fields.get("flags", fields.get("Features", "")).split())
+
+
+def cpu_flags(cpuinfo=CPUINFO):
+    """The set of the first processor's flags; empty where `cpuinfo` cannot be read."""
+    return flags_of(first_processor(cpuinfo))
 
 
 def cpu_model(cpuinfo=CPUINFO):
     """The CPU's model name (the platform's processor string where /proc/cpuinfo has none), with
-    its family and model (Arm: implementer and part) and widest vector unit where known: a virtual machine may name only the
-    maker ('AMD EPYC'), the same for a Zen 1 with AVX2 as for a Zen 4 with AVX-512 BF16, whose
-    speeds differ several times over."""
+    its family and model (Arm: implementer and part) and widest vector unit where known: a
+    virtual machine may name only the maker ('AMD EPYC'), the same for a Zen 1 with AVX2 as for a
+    Zen 4 with AVX-512 BF16."""
     fields = first_processor(cpuinfo)
     name = fields.get("model name") or platform.processor() or "unknown"
     identity = " ".join(f"{label} {fields[key]}" for key, label in IDENTIFIERS if fields.get(key))
-    flags = cpu_flags(fields=fields)
+    flags = flags_of(fields)
     unit = [label for flag, label in VECTOR_UNITS if flag in flags][:1]
     details = ([identity] if identity else []) + unit
     return f"{name} ({', '.join(details)})" if details else name

@@ -9,7 +9,8 @@ coarse upper estimate of what the model adds; it compares against host memory (M
 memory of a CPU run, and so guards CPU runs only: where a GPU is detected the tensors live in its
 memory, which host memory does not measure, and XLA fuses what the estimate counts as stored (on an
 NVIDIA H200 of 143,771 MiB, LRA ListOps with full attention trained 2,142 steps under JAX where the
-estimate said 199.4 GB: docs/results/reproduction/device/2026-11-28-call*-lra.log). ARENA_TF_MEMORY_GUARD=0 turns the guard off where the estimate is wrong.
+estimate said 199.4 GB: docs/results/reproduction/device/2026-11-28-call*-lra.log).
+ARENA_TF_MEMORY_GUARD=0 turns the guard off where the estimate is wrong.
 """
 
 import os

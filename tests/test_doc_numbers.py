@@ -4,8 +4,8 @@ the README, the reproduction and analysis guides and archive/README.md is a valu
 suite's target or paper number, or a line of distance-baselines.txt; every "X% test" is a row's
 (or a re-run's) test accuracy; every "X% at step N" is a point (N, X) of some row's validation
 curve; every "N min" of training is some row's training time. Where a mechanism's name comes
-before such a quote in its paragraph (or bullet, or table row), the nearest one names the row,
-in any case: "local 63.3% test" (or "Local attention: 63.3% test") must be local's number."""
+before such a quote in its paragraph (or bullet, or table row, or a bullet it is nested under),
+the nearest one names the row, in any case: "local 63.3% test" (or "Local attention: 63.3% test") must be local's number."""
 
 import json
 import pathlib
@@ -74,29 +74,44 @@ def recorded(rows, suite_files, baselines_text):
     return values, tests, points, minutes
 
 
-def held(record, key, text, at):
+def held(record, key, text, at, context=""):
     """Whether `record` ({value: mechanisms}) holds `key` for the mechanism named nearest before
-    position `at` of `text` (any mechanism's where none is named)."""
-    named = MECHANISM.findall(text[:at])
+    position `at` of `text`, or else last in `context` (the bullets `text` is nested in); any
+    mechanism's where none is named."""
+    named = MECHANISM.findall(context + " " + text[:at])
     mechanisms = record.get(key, set())
     return named[-1].lower() in mechanisms if named else bool(mechanisms)
+
+
+def paragraphs(text):
+    """(context, paragraph) for each paragraph, bullet or table row of `text`: the context is the
+    text of the bullets it is nested in (indented under), so that a sub-bullet's quote belongs to
+    the mechanism its parent names."""
+    parents = []  # (indent, text) of the bullets open above
+    for piece in PARAGRAPH.split(text):
+        indent = len(piece) - len(piece.lstrip(" "))
+        while parents and parents[-1][0] >= indent:
+            parents.pop()
+        paragraph = " ".join(piece.split())  # a quote may break across lines
+        yield " ".join(parent for _, parent in parents), paragraph
+        if paragraph.startswith(("- ", "* ")):
+            parents.append((indent, paragraph))
 
 
 def unrecorded(text, values, tests, points, minutes):
     """The quotes of `text` that no record holds, as readable strings."""
     problems = []
-    for paragraph in PARAGRAPH.split(text):
-        paragraph = " ".join(paragraph.split())  # a quote may break across lines
+    for context, paragraph in paragraphs(text):
         problems += [f"{number}%" for number in PERCENT.findall(paragraph)
                      if float(number) not in values]
         problems += [f"{match[1]}% test" for match in TEST.finditer(paragraph)
-                     if not held(tests, float(match[1]), paragraph, match.start())]
+                     if not held(tests, float(match[1]), paragraph, match.start(), context)]
         problems += [f"{match[1]}% at step {match[2]}" for match in AT_STEP.finditer(paragraph)
                      if not held(points, (int(match[2].replace(",", "")), float(match[1])),
-                                 paragraph, match.start())]
+                                 paragraph, match.start(), context)]
         problems += [f"{match[1]} min" for match in MINUTES.finditer(paragraph)
                      if not held(minutes, int(match[1].replace(",", "")), paragraph,
-                                 match.start())]
+                                 match.start(), context)]
     return problems
 
 
@@ -117,15 +132,16 @@ def test_a_number_no_record_holds_is_found():
     other = {"mechanism": "local", "test_accuracy": 0.633, "train_seconds": 2400}
     records = recorded([row, other], [], "scores 70.6% on the test split")
     fine = ("full ended at 72.9% test (best validation 75.2%; 110 min), 68.9% at step 2,500; "
-            "70.6%; local 63.3% test (40 min)\n\n72.9% test")
+            "70.6%; local 63.3% test (40 min)\n\n72.9% test\n- full:\n  - 72.9% test\n- local:\n"
+            "  - 63.3% test")
     assert unrecorded(fine, *records) == []
     wrong = ("full ended at 72.8% test, validation 68.9% at 3,000 and 70.0% at\nstep 2500; 111 min;"
              " 75.2% test; 1,110 min; 63.3% test (40 min)\n- local 72.9% test, 68.9% at step "
-             "2,500 (110 min)\n- Local attention: 72.9% test")
+             "2,500 (110 min)\n- Local attention: 72.9% test\n- local:\n  - 72.9% test")
     assert unrecorded(wrong, *records) == [
         "72.8%", "72.8% test", "75.2% test", "63.3% test", "68.9% at step 3,000",
         "70.0% at step 2500", "111 min", "1,110 min", "40 min", "72.9% test",
-        "68.9% at step 2,500", "110 min", "72.9% test"]
+        "68.9% at step 2,500", "110 min", "72.9% test", "72.9% test"]
 
 
 def test_the_suites_and_baselines_it_reads_exist():

@@ -5,7 +5,8 @@ suite's target or paper number, or a line of distance-baselines.txt; every "X% t
 (or a re-run's) test accuracy; every "X% at step N" is a point (N, X) of some row's validation
 curve; every "N min" of training is some row's training time. Where a mechanism's name comes
 before such a quote in its paragraph (or bullet, or table row, or a bullet it is nested under),
-the nearest one names the row, in any case: "local 63.3% test" (or "Local attention: 63.3% test") must be local's number."""
+the nearest one names the row, in any case: "local 63.3% test" (or "Local attention: 63.3% test")
+must be local's number."""
 
 import json
 import pathlib
@@ -74,11 +75,10 @@ def recorded(rows, suite_files, baselines_text):
     return values, tests, points, minutes
 
 
-def held(record, key, text, at, context=""):
-    """Whether `record` ({value: mechanisms}) holds `key` for the mechanism named nearest before
-    position `at` of `text`, or else last in `context` (the bullets `text` is nested in); any
-    mechanism's where none is named."""
-    named = MECHANISM.findall(context + " " + text[:at])
+def held(record, key, before):
+    """Whether `record` ({value: mechanisms}) holds `key` for the mechanism named last in `before`
+    (the text that precedes the quote); any mechanism's where none is named."""
+    named = MECHANISM.findall(before)
     mechanisms = record.get(key, set())
     return named[-1].lower() in mechanisms if named else bool(mechanisms)
 
@@ -102,16 +102,18 @@ def unrecorded(text, values, tests, points, minutes):
     """The quotes of `text` that no record holds, as readable strings."""
     problems = []
     for context, paragraph in paragraphs(text):
+        def before(match):  # the quote's paragraph up to it, after the bullets it is nested in
+            return f"{context} {paragraph[:match.start()]}"
+
         problems += [f"{number}%" for number in PERCENT.findall(paragraph)
                      if float(number) not in values]
         problems += [f"{match[1]}% test" for match in TEST.finditer(paragraph)
-                     if not held(tests, float(match[1]), paragraph, match.start(), context)]
+                     if not held(tests, float(match[1]), before(match))]
         problems += [f"{match[1]}% at step {match[2]}" for match in AT_STEP.finditer(paragraph)
                      if not held(points, (int(match[2].replace(",", "")), float(match[1])),
-                                 paragraph, match.start(), context)]
+                                 before(match))]
         problems += [f"{match[1]} min" for match in MINUTES.finditer(paragraph)
-                     if not held(minutes, int(match[1].replace(",", "")), paragraph,
-                                 match.start(), context)]
+                     if not held(minutes, int(match[1].replace(",", "")), before(match))]
     return problems
 
 

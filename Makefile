@@ -18,7 +18,7 @@ run: $(STAMP)
 
 # The whole suite on TensorFlow, then the layer oracles and the JAX trainer's tests on JAX.
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 --dist loadgroup tests
 	KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 tests/layers tests/jax
 
 # Learning checks too long for every run (Pathfinder: about 30 minutes on 2 CPU cores).

@@ -19,6 +19,10 @@ from arena_tf.config import ModelConfig
 from arena_tf.models import build_classifier
 
 MECHANISMS = layers.available()
+# Two towers (two inputs, one shared encoder run on each) change the head, not the mechanism: the
+# export modules check them on kinds that differ inside the encoder (exact softmax, weights sized
+# by the length, hashing, a state space); every mechanism is exported with one tower.
+TWO_TOWER_MECHANISMS = ("full", "linformer", "reformer", "s4d")
 LENGTH = 64
 PARITY_EXAMPLES = 32
 
@@ -101,16 +105,39 @@ def case_id(case):
     return f"{case[0]}-{'two' if case[1] else 'one'}"
 
 
-def export_case(case, directory, export):
-    """(run directory, Keras model, {artifact name: parity report}) of a tiny untrained run of
-    `case` (mechanism, two_tower) in `directory`, exported by `export(run_dir, count=...)`."""
+def case_params(cases):
+    """Fixture params of (mechanism, two_tower) cases, each in its own xdist group: under
+    `pytest -n 2 --dist loadgroup` (make test) every test of a case runs in the worker that
+    exported it."""
+    return [pytest.param(case, id=case_id(case), marks=pytest.mark.xdist_group(case_id(case)))
+            for case in cases]
+
+
+@pytest.fixture(scope="session")
+def tiny_exports(tmp_path_factory):
+    """`export_of(case, export)`: (run directory, Keras model, {artifact name: parity report}) of
+    a tiny untrained run of `case` (mechanism, two_tower) exported by `export(run_dir, count=...)`.
+
+    Each run is written and each export made once per test process, however pytest orders the
+    tests; the exports of one case share its run directory, so the FP32 SavedModel the ONNX and
+    OpenVINO exports convert is written by the first of them (its report is in that one's dict,
+    its parity.json beside it for all)."""
     import keras
 
-    mechanism, two_tower = case
-    keras.utils.set_random_seed(0)
-    run_dir, model = write_run_dir(directory, mechanism, two_tower)
-    reports = export(run_dir, count=PARITY_EXAMPLES)
-    return run_dir, model, {path.name: report for path, report in reports.items()}
+    runs, exports = {}, {}
+
+    def export_of(case, export):
+        if case not in runs:
+            keras.utils.set_random_seed(0)
+            runs[case] = write_run_dir(tmp_path_factory.mktemp(case_id(case)), *case)
+        if (case, export) not in exports:
+            run_dir, model = runs[case]
+            reports = export(run_dir, count=PARITY_EXAMPLES)
+            exports[case, export] = (run_dir, model,
+                                     {path.name: report for path, report in reports.items()})
+        return exports[case, export]
+
+    return export_of
 
 
 @pytest.fixture(scope="session")

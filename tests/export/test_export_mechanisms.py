@@ -1,7 +1,8 @@
 """Every mechanism exports to SavedModel, FP32 ONNX and FP16 ONNX with the serving contract intact.
 
-One export per mechanism (module-scoped fixture, through `export_onnx`, which writes the FP32
-SavedModel first) is shared by the checks. Each check runs the artifacts on fresh inputs (not
+One export per mechanism with one tower, and per TWO_TOWER_MECHANISMS with two (`tiny_exports`:
+once per test process, through `export_onnx`, which writes the FP32 SavedModel unless the OpenVINO
+module's export of the same tiny run did), is shared by the checks. Each check runs the artifacts on fresh inputs (not
 the parity examples) against the Keras model loaded from model.keras.
 """
 
@@ -18,26 +19,27 @@ from tests.export.conftest import (
     LENGTH,
     MECHANISMS,
     PARITY_EXAMPLES,
-    case_id,
-    export_case,
+    TWO_TOWER_MECHANISMS,
+    case_params,
     feeds,
     keras_logits,
     onnx_logits,
     token_batch,
 )
 
-CASES = [(m, False) for m in MECHANISMS] + [(m, True) for m in MECHANISMS]
+CASES = [(m, False) for m in MECHANISMS] + [(m, True) for m in TWO_TOWER_MECHANISMS]
 
 
-@pytest.fixture(scope="module", params=CASES, ids=case_id)
-def exported(request, tmp_path_factory):
-    return export_case(request.param, tmp_path_factory.mktemp(request.param[0]), export_onnx)
+@pytest.fixture(params=case_params(CASES))
+def exported(request, tiny_exports):
+    return tiny_exports(request.param, export_onnx)
 
 
 def test_every_artifact_is_written_with_a_passing_parity_report(exported):
     run_dir, _, reports = exported
-    assert set(reports) == {"saved_model", "model.onnx", "model.fp16.onnx"}
-    for name in reports:
+    assert {"model.onnx", "model.fp16.onnx"} <= set(reports) <= {
+        "saved_model", "model.onnx", "model.fp16.onnx"}
+    for name in ("saved_model", "model.onnx", "model.fp16.onnx"):
         saved = json.loads((run_dir / f"{name}.parity.json").read_text())
         assert saved["passed"] and saved["examples"]["count"] == PARITY_EXAMPLES
     assert reports["model.onnx"]["comparisons"]["keras_fp32"]["max_abs_diff"] <= 1e-4
@@ -88,6 +90,10 @@ def test_onnx_fp16_keeps_io_types_and_predicts_the_same_classes(exported):
     decided = top_two[:, 1] - top_two[:, 0] > 2 * error  # rounding cannot swap these classes
     assert (logits.argmax(-1) == reference.argmax(-1))[decided].all()
     assert reports["model.fp16.onnx"]["error"]["decided"]["flipped"] == 0
+    measured = reports["model.fp16.onnx"]["error"]["measured_error"]
+    config = model.get_layer("encoder").config
+    print(f"{config.attention}, {2 if config.two_tower else 1} tower(s): FP16 ONNX logit error, "
+          f"median {measured['median_in_u_s']:.1f} u·S, largest {measured['max_in_u_s']:.1f} u·S")
 
 
 @pytest.mark.parametrize("name", ["model.onnx", "model.fp16.onnx"])

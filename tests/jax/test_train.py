@@ -12,11 +12,10 @@ import yaml
 
 import keras
 
-import arena_tf.layers as layers
 from arena_tf import train
 from arena_tf.training.events import read_scalars
 from tests.training.conftest import TINY, TRAIN, cli_args, loop, run
-from tests.training.test_artifacts import METRICS, SCALARS, SMALL
+from tests.training.test_artifacts import METRICS, RUN_MECHANISMS, SCALARS, SMALL
 
 STEPS = 3
 
@@ -29,7 +28,7 @@ def trainer_for(name, data_dir, run_dir, overrides=()):
     return train.Trainer(config, task, run_dir, train.backend.Distribution(), verbose=False)
 
 
-@pytest.mark.parametrize("name", layers.available())
+@pytest.mark.parametrize("name", RUN_MECHANISMS)  # why these: tests/training/test_artifacts.py
 def test_tiny_run_writes_a_complete_run_directory(name, listops_dir, tmp_path):
     trainer = trainer_for(name, listops_dir, tmp_path / name)
     metrics = trainer.fit()

@@ -62,7 +62,8 @@ def measure_step(name, options, jit):
         return isolated.run("train", spec, timeout=options.timeout)
     with tempfile.TemporaryDirectory(prefix="arena_xla_") as dump:
         previous = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = f"--xla_dump_to={dump} --xla_dump_hlo_pass_re=NONE_MATCHES"
+        os.environ["XLA_FLAGS"] = (f"{previous} --xla_dump_to={dump} "
+                                   "--xla_dump_hlo_pass_re=NONE_MATCHES").strip()
         try:
             result = isolated.run("train", spec, timeout=options.timeout)
         finally:

@@ -9,8 +9,8 @@ error* ε = K · u · S, where u is the precision's unit roundoff (bf16 2^-8, fp
 root mean square of the FP32 logits on the parity examples (their scale) and K = 32 the
 allowance for the growth of rounding error through the network, several times what the test
 suite's tiny models of all 14 mechanisms show in FP16 ONNX (median example 0.8 to 2.6 u·S, largest
-1.9 to 9.1 u·S; `pytest -rA tests/export/test_export_mechanisms.py -k fp16` prints them), as
-deeper and wider models round more often on the way:
+1.9 to 9.1 u·S; `pytest -rA tests/export/test_export_mechanisms.py -k fp16` prints them):
+headroom for deeper, wider models that the suite does not measure:
 
 1. the median example's logit error (max over its classes of |logit - FP32 logit|) is at most ε:
    a graph computing something else (a wrong op, an overflow) misses by about S, ~1/u times more;

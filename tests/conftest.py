@@ -19,8 +19,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 # default level, 77 s at level 0 on a 2-core AMD EPYC, Zen 1). XLA compiles the same HLO, only the
 # machine code is less optimised (last bits may differ, within the tests' tolerances). Children the
 # tests start inherit it; a level already in XLA_FLAGS is kept. The TensorFlow job keeps XLA's
-# default: at level 0 it took 1804 s against 1842 s before, less than its export tests' change
-# alone saved, so its longer compiled runs likely got slower.
+# default (it gained little at level 0: see the commit that set this).
 if (os.environ.get("KERAS_BACKEND") == "jax"
         and "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "")):
     os.environ["XLA_FLAGS"] = " ".join(

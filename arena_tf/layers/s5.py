@@ -8,9 +8,11 @@ keeps half of the P eigenvalues):
     B_bar = (Lambda_bar - 1) / Lambda * B                              (zero-order hold)
     y_t = 2 Re(C x_t) + D u_t
 
-The recurrence runs as a parallel scan (`keras.ops.associative_scan`, log-depth) over pairs
-(a, b) with (a1, b1) . (a2, b2) = (a2 a1, a2 b1 + b2), in real arithmetic (ONNX has no
-complex type). Bidirectional by default, as S5's classifiers: a second scan runs backwards over
+The recurrence runs as a parallel scan over pairs (a, b) with (a1, b1) . (a2, b2) =
+(a2 a1, a2 b1 + b2), in real arithmetic (ONNX has no complex type): under JAX
+`keras.ops.associative_scan` (jax.lax.associative_scan); under TensorFlow a doubling scan of
+ceil(log2 L) rounds, because Keras' TensorFlow associative_scan unrolls its recursion into the
+graph (`python tools/s5_scan_timing.py`: the same step time, a first step many times slower). Bidirectional by default, as S5's classifiers: a second scan runs backwards over
 the same B_bar u and its own C; `causal=True` keeps the forward scan only.
 
 Exports trace the same recurrence as long convolutions of B_bar u with the powers Lambda_bar^l
@@ -20,8 +22,8 @@ Initialisation as in S5: Lambda from the eigenvalues of the normal part of HiPPO
 -1/2), B and C Lecun-normal, mapped by the eigenvectors V (B_tilde = V^-1 B, C_tilde = C V); dt
 log-uniform in [dt_min, dt_max] per mode; D standard normal.
 
-Time O(L H P) for the projections into and out of the state plus O(L P log L) for the scan;
-memory O(L P).
+Time O(L H P) for the projections into and out of the state plus O(L P) (associative) or
+O(L P log L) (doubling) for the scan; memory O(L P).
 
     layer = arena_tf.layers.get("s5", num_heads=4, head_dim=32, state_size=64)
     y = layer(x, mask=mask)          # x [batch, length, width], mask bool [batch, length]
@@ -30,6 +32,7 @@ memory O(L P).
 import math
 
 import numpy as np
+import keras
 from keras import initializers, ops
 
 from arena_tf.layers import long_conv
@@ -67,17 +70,20 @@ def linear_recurrence_scan(rate, inputs, reverse=False):
     """x_t = exp(rate) x_{t-1} + inputs_t by a parallel scan; complex values as (real, imag).
 
     rate: dt Lambda, ([modes], [modes]); inputs: ([batch, L, modes], [batch, L, modes]). Returns
-    the states ([batch, L, modes], [batch, L, modes]); reverse=True runs from the end. A length
-    known when the graph is built (always under JAX) takes `keras.ops.associative_scan`; a length
-    unknown until run time (a TF graph serving any length) takes the doubling scan, which
-    `associative_scan` cannot do without a static length.
+    the states ([batch, L, modes], [batch, L, modes]); reverse=True runs from the end. JAX takes
+    `keras.ops.associative_scan`; TensorFlow the doubling scan (a graph of one while loop for any
+    length, known or not).
     """
     if reverse:
         states = linear_recurrence_scan(rate, tuple(ops.flip(x, axis=1) for x in inputs))
         return tuple(ops.flip(x, axis=1) for x in states)
     factor = aops.complex_exp(*rate)
-    scan = associative_scan if inputs[0].shape[1] is not None else doubling_scan
-    return scan(factor, inputs)
+    return backend_scan()(factor, inputs)
+
+
+def backend_scan():
+    """The scan this backend runs best: JAX's native associative scan, else the doubling scan."""
+    return associative_scan if keras.backend.backend() == "jax" else doubling_scan
 
 
 def associative_scan(factor, inputs):

@@ -1,5 +1,5 @@
-"""`s5`'s parallel scan equals a Python loop over time (float64, gradients too); the doubling scan
-of graphs with an unknown length and the exports' convolution form give the same states."""
+"""`s5`'s parallel scan equals a Python loop over time (float64, gradients too); its two scans
+(associative, doubling) and the exports' convolution form give the same states."""
 
 import numpy as np
 import pytest
@@ -7,6 +7,7 @@ from keras import ops
 
 import arena_tf.layers as layers
 from arena_tf.layers import long_conv, s5
+from arena_tf.layers import ops as aops
 from tests.layers.state_space_oracles import (
     apply, as_complex, assert_same_values_and_gradients, diagonal_recurrence, float64_inputs,
     mixer_input, mixer_output,
@@ -50,17 +51,19 @@ def random_recurrence(length, seed=0):
 
 @pytest.mark.tensorflow_only("a length unknown until run time exists only in a tf.function graph")
 @pytest.mark.parametrize("length", [1, 2, 7, 16, 21])
-def test_doubling_scan_of_unknown_length_equals_the_associative_scan(length):
+def test_doubling_scan_equals_the_associative_scan_at_known_and_unknown_lengths(length):
+    """TensorFlow runs the doubling scan, JAX the associative one (each checked against the loop
+    above in its job); here the two agree, also in a graph that learns the length only when run."""
     import tensorflow as tf
 
     rate, inputs = random_recurrence(length)
-    want = s5.linear_recurrence_scan(rate, inputs)
+    factor = aops.complex_exp(*rate)
+    want = s5.associative_scan(factor, inputs)
     spec = tf.TensorSpec([None, None, 4], tf.float64)
-    graph = tf.function(lambda a, b: s5.linear_recurrence_scan(rate, (a, b)),
-                        input_signature=[spec, spec])
-    got = graph(*inputs)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, atol=1e-12)
+    graph = tf.function(lambda a, b: s5.doubling_scan(factor, (a, b)), input_signature=[spec, spec])
+    for got in (s5.doubling_scan(factor, inputs), graph(*inputs)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, atol=1e-12)
 
 
 @pytest.mark.parametrize("reverse", [False, True])

@@ -1,6 +1,8 @@
 """Bad input gets one clear line: each case feeds one exact bad input to a command, as a user types
 it, and asserts the exit code, one line on stderr in the shared style (`error: <what>; expected
-<what>; <how to fix>`) holding the documented words, and that nothing was left behind.
+<what>; <how to fix>`) holding the documented words, and that nothing was left behind. One case of
+each command runs in a new `python -m` process; the others fork from a process that has imported
+TensorFlow already (tests/forked_command.py) instead of importing it again.
 
 docs/guide/bad-input.md is generated from CASES and FAULTS (`python -m tests.test_bad_input`); a test
 checks it. FAULTS are the findings that are not one bad command line (a killed writer, a second
@@ -22,6 +24,7 @@ import pytest
 
 from arena_tf import settings
 from arena_tf.markdown import table
+from tests.forked_command import CommandServer
 from tests.one_line import assert_one_error_line
 from tests.tasks.helpers import pathfinder_set, write_listops
 
@@ -535,7 +538,7 @@ FAULTS = [
 ]
 
 
-def file_size_limit(limit):
+def file_size_limit_of(limit):
     """A preexec_fn setting RLIMIT_FSIZE as `ulimit -f` does, or None."""
     if limit is None:
         return None
@@ -546,8 +549,33 @@ def files_under(path):
     return sorted(p.relative_to(path) for p in path.rglob("*"))
 
 
+# One case of each command runs as a user starts it, `python -m` in a new process (what TensorFlow
+# prints while importing shows there); the others fork from tests/forked_command.py's server, which
+# has imported TensorFlow once. A case that sets the environment or a file-size limit runs on
+# `python -m` too.
+THROUGH_PYTHON_M = {
+    "analysis-unfinished-run", "analysis-distance-baseline-missing", "bench-missing-run",
+    "benchmark-zero-length", "data-rows-out-directory", "export-bad-opset", "export-missing-run",
+    "export-openvino-precision", "generator-out-dir-cannot-be-made",
+    "generator-out-dir-under-a-file", "prepare-listops-one-column", "unknown-flag",
+    "reproduce-merge-key-only-row", "serving-report-without-results", "train-learning-rate-nan",
+}
+
+
+@pytest.fixture(scope="module")
+def command_server():
+    with CommandServer() as server:
+        yield server
+
+
+def python_m(arguments, cwd, env, file_size_limit):
+    return subprocess.run([sys.executable, "-m", *arguments], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900,
+                          preexec_fn=file_size_limit_of(file_size_limit))
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(name, tmp_path):
+def test_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(name, tmp_path, request):
     case = CASES[name]
     work, cwd = tmp_path / "input", tmp_path / "cwd"
     work.mkdir()
@@ -555,13 +583,17 @@ def test_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(name, tmp_p
     arguments = case.setup(work)
     before = files_under(work)
     env = {**os.environ, "PYTHONPATH": str(ROOT), **case.env}
-    result = subprocess.run([sys.executable, "-m", *arguments], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=900,
-                            preexec_fn=file_size_limit(case.file_size_limit))
+    own_process = name in THROUGH_PYTHON_M or case.env or case.file_size_limit is not None
+    run = python_m if own_process else request.getfixturevalue("command_server").run
+    result = run(arguments, cwd=cwd, env=env, file_size_limit=case.file_size_limit)
     assert result.returncode == case.exit, result.stderr[-3000:]
     assert_one_error_line(result.stderr, case.words)
     assert files_under(work) == before, "the command left files behind"
     assert not any(cwd.iterdir()), "the command wrote into the working directory"
+
+
+def test_the_cases_run_on_python_m_exist():
+    assert THROUGH_PYTHON_M <= set(CASES)
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda fault: fault.test.split("::")[1])

@@ -1,0 +1,111 @@
+"""`python -m MODULE ARGS` without TensorFlow's import each time (about 8 s on a 2-core machine).
+
+A server process imports what every command imports first (arena_tf, then TensorFlow, Keras and
+the exporters' libraries, after `cli.quiet_tensorflow` as the commands do) and forks a child per
+command. The child takes the command's working directory, environment (same Keras backend),
+file-size limit and arguments, runs the module as `__main__` with runpy (as `python -m` does) and
+ends as Python ends, its status, stdout and stderr those of the command. No TensorFlow op runs in
+the server, so each child starts TensorFlow's runtime afresh.
+
+What a forked child cannot show is the import itself (a line printed while TensorFlow imports):
+tests of a command's stderr keep cases on `python -m` for that.
+
+    with CommandServer() as server:
+        result = server.run(["arena_tf.train", "--task=listops"], cwd=..., env=...)
+        result.returncode, result.stdout, result.stderr
+"""
+
+import importlib
+import json
+import os
+import pathlib
+import resource
+import runpy
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PRELOADED = ("tensorflow", "keras", "onnx", "tf2onnx", "yaml", "numpy", "PIL")
+
+
+class CommandServer:
+    """One server process (a context manager); `run` forks a command from it."""
+
+    def __enter__(self):
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen([sys.executable, "-m", "tests.forked_command"], cwd=ROOT,
+                                        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True)
+        self.outputs = tempfile.TemporaryDirectory()
+        return self
+
+    def __exit__(self, *exc):
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        self.outputs.cleanup()
+
+    def run(self, arguments, cwd, env, file_size_limit=None, timeout=900):
+        """A subprocess.CompletedProcess of `python -m *arguments` (text stdout and stderr)."""
+        out = pathlib.Path(self.outputs.name)
+        request = {"arguments": [str(a) for a in arguments], "cwd": str(cwd), "env": dict(env),
+                   "file_size_limit": file_size_limit, "timeout": timeout,
+                   "stdout": str(out / "stdout"), "stderr": str(out / "stderr")}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        reply = self.process.stdout.readline()
+        assert reply, f"the command server ended (status {self.process.poll()})"
+        return subprocess.CompletedProcess(
+            [sys.executable, "-m", *arguments], json.loads(reply)["returncode"],
+            (out / "stdout").read_text(errors="replace"),
+            (out / "stderr").read_text(errors="replace"))
+
+
+def run_child(request):
+    """In the forked child: become the command, run it, end as `python -m` would."""
+    os.chdir(request["cwd"])
+    sys.path[0] = request["cwd"]  # `python -m` puts the working directory first
+    os.environ.clear()
+    os.environ.update(request["env"])
+    if request["file_size_limit"] is not None:
+        limit = request["file_size_limit"]
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+    module, *arguments = request["arguments"]
+    sys.argv = [module, *arguments]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    sys.exit(0)  # the interpreter's own exit: atexit handlers, flushed streams
+
+
+def wait(pid, timeout):
+    """The child's status as subprocess reports it (-N: killed by signal N); killed at timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+        time.sleep(0.02)
+
+
+def serve():
+    from arena_tf import cli
+
+    cli.quiet_tensorflow()
+    for name in PRELOADED:
+        importlib.import_module(name)
+    for line in sys.stdin:
+        request = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            run_child(request)  # ends the child (SystemExit leaves this loop and the server code)
+        print(json.dumps({"returncode": wait(pid, request["timeout"])}), flush=True)
+
+
+if __name__ == "__main__":
+    serve()

@@ -65,3 +65,13 @@ def _float64_where_marked(request):
 
     with jax.enable_x64(True):
         yield
+
+
+@pytest.fixture(scope="session")
+def command_server():
+    """`command_server.run(["-m", module, ...], cwd=..., env=...)`: a command forked from a process
+    that has imported TensorFlow already (tests/forked_command.py), one per test process."""
+    from tests.forked_command import CommandServer
+
+    with CommandServer() as server:
+        yield server

@@ -1,17 +1,18 @@
-"""`python -m MODULE ARGS` without TensorFlow's import each time (about 8 s on a 2-core machine).
+"""`python -m MODULE ARGS` or `python -c CODE ARGS` without TensorFlow's import each time.
 
 A server process imports what every command imports first (arena_tf, then TensorFlow, Keras and
 the exporters' libraries, after `cli.quiet_tensorflow` as the commands do) and forks a child per
 command. The child takes the command's working directory, environment (same Keras backend),
-file-size limit and arguments, runs the module as `__main__` with runpy (as `python -m` does) and
-ends as Python ends, its status, stdout and stderr those of the command. No TensorFlow op runs in
-the server, so each child starts TensorFlow's runtime afresh.
+file-size limit and arguments, runs the module as `__main__` with runpy (as `python -m` does) or
+the code, and ends as Python ends, its status, stdout and stderr those of the command. No
+TensorFlow op runs in the server, so each child starts TensorFlow's runtime afresh, in memory of
+its own. An environment naming another Keras backend than the server's starts a new process.
 
 What a forked child cannot show is the import itself (a line printed while TensorFlow imports):
 tests of a command's stderr keep cases on `python -m` for that.
 
     with CommandServer() as server:
-        result = server.run(["arena_tf.train", "--task=listops"], cwd=..., env=...)
+        result = server.run(["-m", "arena_tf.train", "--task=listops"], cwd=..., env=...)
         result.returncode, result.stdout, result.stderr
 """
 
@@ -46,10 +47,13 @@ class CommandServer:
         self.process.wait(timeout=60)
         self.outputs.cleanup()
 
-    def run(self, arguments, cwd, env, file_size_limit=None, timeout=900):
-        """A subprocess.CompletedProcess of `python -m *arguments` (text stdout and stderr)."""
+    def run(self, arguments, cwd, env=None, file_size_limit=None, timeout=900):
+        """A subprocess.CompletedProcess of `python *arguments` (text stdout and stderr)."""
+        env = dict(os.environ if env is None else env)
+        if backend(env) != backend(os.environ):
+            return new_process(arguments, cwd, env, file_size_limit, timeout)
         out = pathlib.Path(self.outputs.name)
-        request = {"arguments": [str(a) for a in arguments], "cwd": str(cwd), "env": dict(env),
+        request = {"arguments": [str(a) for a in arguments], "cwd": str(cwd), "env": env,
                    "file_size_limit": file_size_limit, "timeout": timeout,
                    "stdout": str(out / "stdout"), "stderr": str(out / "stderr")}
         self.process.stdin.write(json.dumps(request) + "\n")
@@ -57,26 +61,45 @@ class CommandServer:
         reply = self.process.stdout.readline()
         assert reply, f"the command server ended (status {self.process.poll()})"
         return subprocess.CompletedProcess(
-            [sys.executable, "-m", *arguments], json.loads(reply)["returncode"],
+            [sys.executable, *arguments], json.loads(reply)["returncode"],
             (out / "stdout").read_text(errors="replace"),
             (out / "stderr").read_text(errors="replace"))
 
 
+def new_process(arguments, cwd, env=None, file_size_limit=None, timeout=900):
+    """The same in a new `python` process (subprocess.run)."""
+    limit = None if file_size_limit is None else (lambda: limit_file_size(file_size_limit))
+    return subprocess.run([sys.executable, *arguments], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout, preexec_fn=limit)
+
+
+def backend(env):
+    return env.get("KERAS_BACKEND", "tensorflow")
+
+
+def limit_file_size(limit):
+    """RLIMIT_FSIZE as `ulimit -f` sets it."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
 def run_child(request):
-    """In the forked child: become the command, run it, end as `python -m` would."""
+    """In the forked child: become the command, run it, end as `python` would."""
     os.chdir(request["cwd"])
-    sys.path[0] = request["cwd"]  # `python -m` puts the working directory first
+    sys.path[0] = request["cwd"] if request["arguments"][0] == "-m" else ""  # as python does
     os.environ.clear()
     os.environ.update(request["env"])
     if request["file_size_limit"] is not None:
-        limit = request["file_size_limit"]
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        limit_file_size(request["file_size_limit"])
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
         os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
-    module, *arguments = request["arguments"]
-    sys.argv = [module, *arguments]
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    option, target, *arguments = request["arguments"]
+    if option == "-m":
+        sys.argv = [target, *arguments]
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = ["-c", *arguments]
+        exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})
     sys.exit(0)  # the interpreter's own exit: atexit handlers, flushed streams
 
 

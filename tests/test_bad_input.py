@@ -15,16 +15,13 @@ import dataclasses
 import json
 import os
 import pathlib
-import resource
-import subprocess
-import sys
 from typing import Callable, Optional
 
 import pytest
 
 from arena_tf import settings
 from arena_tf.markdown import table
-from tests.forked_command import CommandServer
+from tests.forked_command import new_process
 from tests.one_line import assert_one_error_line
 from tests.tasks.helpers import pathfinder_set, write_listops
 
@@ -538,21 +535,13 @@ FAULTS = [
 ]
 
 
-def file_size_limit_of(limit):
-    """A preexec_fn setting RLIMIT_FSIZE as `ulimit -f` does, or None."""
-    if limit is None:
-        return None
-    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-
 def files_under(path):
     return sorted(p.relative_to(path) for p in path.rglob("*"))
 
 
 # One case of each command runs as a user starts it, `python -m` in a new process (what TensorFlow
 # prints while importing shows there); the others fork from tests/forked_command.py's server, which
-# has imported TensorFlow once. A case that sets the environment or a file-size limit runs on
-# `python -m` too.
+# has imported TensorFlow once (a case naming another Keras backend starts a process there too).
 THROUGH_PYTHON_M = {
     "analysis-unfinished-run", "analysis-distance-baseline-missing", "bench-missing-run",
     "benchmark-zero-length", "data-rows-out-directory", "export-bad-opset", "export-missing-run",
@@ -560,18 +549,6 @@ THROUGH_PYTHON_M = {
     "generator-out-dir-under-a-file", "prepare-listops-one-column", "unknown-flag",
     "reproduce-merge-key-only-row", "serving-report-without-results", "train-learning-rate-nan",
 }
-
-
-@pytest.fixture(scope="module")
-def command_server():
-    with CommandServer() as server:
-        yield server
-
-
-def python_m(arguments, cwd, env, file_size_limit):
-    return subprocess.run([sys.executable, "-m", *arguments], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900,
-                          preexec_fn=file_size_limit_of(file_size_limit))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -583,9 +560,8 @@ def test_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(name, tmp_p
     arguments = case.setup(work)
     before = files_under(work)
     env = {**os.environ, "PYTHONPATH": str(ROOT), **case.env}
-    own_process = name in THROUGH_PYTHON_M or case.env or case.file_size_limit is not None
-    run = python_m if own_process else request.getfixturevalue("command_server").run
-    result = run(arguments, cwd=cwd, env=env, file_size_limit=case.file_size_limit)
+    run = new_process if name in THROUGH_PYTHON_M else request.getfixturevalue("command_server").run
+    result = run(["-m", *arguments], cwd=cwd, env=env, file_size_limit=case.file_size_limit)
     assert result.returncode == case.exit, result.stderr[-3000:]
     assert_one_error_line(result.stderr, case.words)
     assert files_under(work) == before, "the command left files behind"

@@ -2,12 +2,10 @@
 
 One head of width 32, batch 1: a length x length float32 tensor would need 64 GiB, more than this
 machine has, so a mechanism that builds one fails here. Each runs in its own process so its memory
-is its own.
+is its own (forked from one that has imported TensorFlow, tests/forked_command.py).
 """
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -40,12 +38,9 @@ print("ok", y.shape)
 @pytest.mark.tensorflow_only("a duplicate of the TensorFlow job (the same keras.ops code)")
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SUBQUADRATIC)
-def test_forward_pass_at_length_131072(name):
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, name, str(LENGTH), json.dumps(LONG_PARAMS.get(name, {}))],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def test_forward_pass_at_length_131072(name, command_server, tmp_path):
+    result = command_server.run(
+        ["-c", SCRIPT, name, str(LENGTH), json.dumps(LONG_PARAMS.get(name, {}))], cwd=tmp_path,
+        timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "ok (1, 131072, 32)" in result.stdout

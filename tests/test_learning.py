@@ -49,18 +49,19 @@ def test_tiny_classifier_learns_a_far_token(name):
         vocab_size=16, num_classes=2, pooling=pooling, padding_id=0,
     )
     model = build_classifier(config)
-    model.compile(
-        optimizer=keras.optimizers.Adam(3e-3),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-    )
+    model.compile(optimizer=keras.optimizers.Adam(3e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    # Every variable exists before the first step, so tf.function traces the step once (a
+    # variable made while tracing, an optimizer slot or a metric's, makes it trace twice).
+    model.optimizer.build(model.trainable_variables)
     train_x, train_y = far_token_task(STEPS * BATCH, seed=1)
     test_x, test_y = far_token_task(512, seed=2)
     for start in range(0, STEPS * BATCH, SCORE_EVERY * BATCH):
         chunk = slice(start, start + SCORE_EVERY * BATCH)
         model.fit(train_x[chunk], train_y[chunk], batch_size=BATCH, epochs=1, verbose=0,
                   shuffle=False)
-        _, accuracy = model.evaluate(test_x, test_y, verbose=0)
+        predicted = np.argmax(model.predict(test_x, batch_size=512, verbose=0), axis=-1)
+        accuracy = np.mean(predicted == test_y)
         if accuracy >= 0.9:
             break
     print(f"{name}: test accuracy {accuracy:.3f} after {start // BATCH + SCORE_EVERY} steps")

@@ -28,6 +28,7 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# Not onnxruntime: a child forked after its import hangs when it exits.
 PRELOADED = ("tensorflow", "keras", "onnx", "tf2onnx", "yaml", "numpy", "PIL")
 
 

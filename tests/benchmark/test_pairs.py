@@ -16,6 +16,9 @@ from arena_tf.benchmark import machine, pairs, peers, report, targets
 from tests.benchmark.test_report import MACHINE, layer_row, results
 from tests.one_line import assert_one_error_line
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_pairs")
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "side_by_side.py"
 TINY = ["--length", "128", "--rounds", "2", "--calls", "1", "--warmup", "1", "--matmul-size",

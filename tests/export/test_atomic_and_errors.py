@@ -20,6 +20,9 @@ from export.parity import Thresholds
 from tests.export.conftest import write_run_dir
 from tests.one_line import assert_one_error_line
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_atomic_and_errors")
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FAILING = Thresholds(fp32_max_abs_diff=-1.0)  # no FP32 logits can pass
 STRICT = Thresholds(error_allowance=0.0)  # no reduced-precision logits can pass, FP32 can

@@ -15,6 +15,9 @@ from export.runners import artifact_predictor
 from export.to_onnx import export_onnx
 from tests.export.conftest import LENGTH, onnx_session, token_batch, write_run_dir
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_contract")
+
 ARTIFACTS = ["saved_model", "model.onnx", "model.fp16.onnx"]
 VOCAB = 20  # conftest's tiny vocabulary
 

@@ -13,6 +13,9 @@ from arena_tf import files
 from export.to_savedmodel import export_savedmodel
 from tests.export.conftest import write_run_dir
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_leftovers")
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 

@@ -12,6 +12,9 @@ from export.parity import UNIT_ROUNDOFF, Thresholds, parity_report
 from export.to_savedmodel import main
 from tests.export.conftest import write_run_dir
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_parity_rule")
+
 COUNT = 256
 
 

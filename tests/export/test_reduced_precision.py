@@ -13,6 +13,9 @@ from export.to_savedmodel import export_savedmodel
 from tests.export.conftest import LENGTH, write_run_dir
 from tests.export.test_examples import LISTOPS_TEST, write_listops_files
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_reduced_precision")
+
 
 def matmul_types(saved_model):
     """Element types of the MatMul / BatchMatMul ops in the serving function and its library."""

@@ -25,12 +25,16 @@ from tests.export.conftest import (  # noqa: E402
     LENGTH, keras_logits, tiny_config, token_batch, write_run_dir,
 )
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_stablehlo")
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 JAX = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
 WRITE_AND_EXPORT_UNDER_JAX = """
 import sys, keras
 from tests.export.conftest import write_run_dir
 from export.to_stablehlo import main
+
 keras.utils.set_random_seed(0)
 write_run_dir(sys.argv[1], "linear", two_tower=True)
 sys.exit(main([sys.argv[1], "--precision", "fp32", "--examples", "16"]))

@@ -11,6 +11,9 @@ from tests.one_line import assert_one_error_line
 from .fake_clock import FakeClock
 from .test_bench import SMALL, run_bench
 
+# One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
+pytestmark = pytest.mark.xdist_group("tiny_run")
+
 
 class CountingRuntime:
     """Records each predict call's batch; each call takes `seconds` on `clock` (if given)."""

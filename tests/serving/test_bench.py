@@ -22,6 +22,9 @@ from tests.one_line import assert_one_error_line
 from .conftest import REFERENCE
 from .test_scenarios import pentathlon_batches
 
+# One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
+pytestmark = pytest.mark.xdist_group("tiny_run")
+
 SMALL = ["--batch-size", "8", "--poisson-mean", "4", "--count", "random_batch=24",
          "--count", "single_stream=30", "--count", "offline=40", "--count", "server=500",
          "--server-trials", "2", "--server-max-batch", "4", "--server-p99-ms", "600000",

@@ -7,6 +7,9 @@ import pytest
 
 from serving import instances
 
+# One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
+pytestmark = pytest.mark.xdist_group("tiny_run")
+
 
 def test_rows_are_the_splits_rows_each_encoded_by_json_dumps(tiny_run):
     import yaml

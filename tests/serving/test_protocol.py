@@ -15,6 +15,9 @@ from serving.protocol import ModelError, ModelProcess, batch_line, encode_line
 
 from .conftest import REFERENCE
 
+# One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
+pytestmark = pytest.mark.xdist_group("tiny_run")
+
 ROWS = [{"input": "( [MAX 2 9 ] )", "target": "9"}, {"input": "[SM [MIN 1 ] 2 ]", "target": "3"},
         {"input": "7", "target": "7"}]
 

@@ -11,6 +11,9 @@ from serving.runtimes import Unsupported
 
 from .conftest import MAX_LEN
 
+# One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
+pytestmark = pytest.mark.xdist_group("tiny_run")
+
 
 def test_registry_maps_names_to_runtimes():
     assert runtimes.available() == ["onnxruntime", "openvino", "tensorrt", "tf", "xla"]

@@ -21,6 +21,9 @@ from serving import artifacts, runtimes
 from serving.submission import SIDE_PREFIX
 from tests.serving import pentathlon_driver as driver
 
+# One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
+pytestmark = pytest.mark.xdist_group("tiny_run")
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUNTIMES = ("onnxruntime", "tf", "openvino", "xla")
 

@@ -16,6 +16,9 @@ from serving.runtimes import Unsupported
 from .conftest import MAX_LEN, ROOT
 from .test_bench import SMALL, run_bench
 
+# One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
+pytestmark = pytest.mark.xdist_group("tiny_run")
+
 pytest.importorskip("jax")
 
 

@@ -15,6 +15,9 @@ from tests.one_line import assert_one_error_line
 from tests.tasks.helpers import (PATHFINDER_DIR, pathfinder_set, snapshot, truncate,
                                  write_listops)
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_bad_data")
+
 GOOD = "( ( [MAX 2 9 ] ) )\t9\n"
 
 

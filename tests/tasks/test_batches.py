@@ -24,6 +24,9 @@ from tests.tasks.conftest import TINY_LISTOPS
 from tests.tasks.helpers import ROOT, pathfinder_set, write_listops
 from tests.tasks.test_retrieval import write_aan
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_batches")
+
 EPOCH = TINY_LISTOPS.train  # 60 training examples
 
 

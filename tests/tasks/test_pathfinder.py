@@ -14,6 +14,9 @@ from arena_tf.analysis.__main__ import main as analysis_main
 from arena_tf.generators import pathfinder as generator
 from arena_tf.tasks.pathfinder import SkippedImageWarning, read_index, split_distance_baseline
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_pathfinder")
+
 CONFIGS = [generator.PATHFINDER32, generator.PATHX128, generator.config_for(32, "easy")]
 IDS = ["32", "128", "32-easy"]
 

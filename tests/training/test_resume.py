@@ -17,6 +17,9 @@ import arena_tf.models  # noqa: F401 (registers the layers model.keras holds)
 
 from tests.training.conftest import HANG_GUARD_S, TINY, TRAIN, cli_args, finish, loop, start
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_resume")
+
 STEPS, EVERY = 400, 50
 DROPOUT = ["model.dropout=0.1", "model.attention_dropout=0.1"]  # the RNG state must be restored
 OVERRIDES = [*TINY, *DROPOUT, *loop(STEPS, log_every=EVERY, checkpoint_every=EVERY)]

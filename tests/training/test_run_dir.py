@@ -14,6 +14,9 @@ from arena_tf.training.run_dir import LOCK_NAME
 from tests.one_line import assert_one_error_line
 from tests.training.conftest import HANG_GUARD_S, TINY, cli_args, loop
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_run_dir")
+
 LOCAL = ["model.attention_params.block_size=8"]
 
 

@@ -17,6 +17,9 @@ from tensorboard.plugins.hparams import metadata as hparams_metadata
 from tensorboard.util.tensor_util import make_ndarray
 from tests.training.conftest import TINY, loop
 
+# One worker runs this module (--dist loadgroup), so its module fixtures are built once.
+pytestmark = pytest.mark.xdist_group("test_tensorboard")
+
 TRAIN_TAGS = {"metrics/loss", "metrics/accuracy", "optimizer/learning_rate",
               "speed/steps_per_second", "speed/examples_per_second", "memory/peak_mb",
               "time/train_seconds"}

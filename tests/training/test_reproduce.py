@@ -4,9 +4,11 @@ report is regenerated from results.json alone."""
 
 import dataclasses
 import json
+import os
 import re
 import shlex
 import shutil
+import sys
 
 import pytest
 import yaml
@@ -40,6 +42,23 @@ def setting(listops_dir, tmp_path):
     }))
     suite = load_suite("tiny-listops", suites)
     return suite, tmp_path / "runs", tmp_path / "results.json", tmp_path / "doc.md", suites
+
+
+@pytest.fixture
+def forked_runs(command_server):
+    """The runs a suite starts are forked from the command server (tests/forked_command.py) with
+    the arguments of their `python -m arena_tf.train`, their output passed on, instead of a new
+    process each that imports TensorFlow (8 s a run on the 2-core AMD EPYC, Zen 1). The first test
+    keeps new processes, as a user's suite starts them."""
+    def call(command, env):
+        result = command_server.run(command[1:], cwd=os.getcwd(), env=env)
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        return result.returncode
+
+    with pytest.MonkeyPatch.context() as patch:  # its own: a test's monkeypatch.undo() keeps it
+        patch.setattr(running.subprocess, "call", call)
+        yield
 
 
 def run_suite(setting, mechanisms=None, resume=False):
@@ -133,6 +152,7 @@ def test_a_stored_command_survives_the_shell_when_a_setting_holds_spaces(tmp_pat
     assert "--set=task.params.generator_spec={train: 20, min_length: 40}" in words
 
 
+@pytest.mark.usefixtures("forked_runs")
 def test_a_time_limit_pauses_at_a_checkpoint_and_resume_finishes(setting, capfd):
     """Long runs go in chunks (a lent machine's ten-minute commands): at --time_limit the run
     checkpoints the step it reached and exits 3, the suite stops there, and --resume continues it
@@ -157,6 +177,7 @@ def test_a_time_limit_pauses_at_a_checkpoint_and_resume_finishes(setting, capfd)
     assert row["train_seconds"] == round(metrics["train_seconds"], 1) and "last_session" not in row
 
 
+@pytest.mark.usefixtures("forked_runs")
 def test_a_run_resumed_from_a_checkpoint_without_its_time_reports_a_lower_bound(setting):
     """A checkpoint written before training times were kept: the total is unknown, so the row
     keeps the last session's time and steps, and the report says that the run took longer."""
@@ -291,6 +312,7 @@ def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_p
     assert_one_error_line(capfd.readouterr().err, "results files are read by `merge` alone")
 
 
+@pytest.mark.usefixtures("forked_runs")
 def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trained_again(
         setting, capfd, monkeypatch):
     """A session ends with a run unfinished and runs/ is not committed: `pack` carries the run's
@@ -338,6 +360,7 @@ def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trai
     assert not archive.exists()
 
 
+@pytest.mark.usefixtures("forked_runs")
 def test_a_rerun_takes_the_rows_own_command_and_is_reported_beside_it(setting, capfd):
     """--rerun runs a recorded row's stored command again (not the suite's current settings) in a
     directory of its own, adds the result to the row's re-runs once, and the report shows it with

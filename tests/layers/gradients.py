@@ -3,7 +3,9 @@
     grads = gradients(lambda: ops.sum(layer(x) ** 2), layer.trainable_weights)
 
 TensorFlow records `loss()` on a tape; JAX differentiates it as a function of the variables'
-values, which a `keras.StatelessScope` hands to every read of the variables inside `loss`.
+values, which a `keras.StatelessScope` hands to every read of the variables inside `loss`, and
+compiles the gradient once with jax.jit (eager JAX compiles each op of the backward pass at each
+new shape: the JAX job's heavier oracle files took 304 s eager against 201 s compiled).
 """
 
 import keras
@@ -37,4 +39,4 @@ def _jax_gradients(loss, variables):
         with keras.StatelessScope(state_mapping=list(zip(variables, values))):
             return loss()
 
-    return jax.grad(loss_of)([v.value for v in variables])
+    return jax.jit(jax.grad(loss_of))([v.value for v in variables])

@@ -9,6 +9,7 @@ import re
 import shlex
 import shutil
 import sys
+import types
 
 import pytest
 import yaml
@@ -48,8 +49,8 @@ def setting(listops_dir, tmp_path):
 def forked_runs(command_server):
     """The runs a suite starts are forked from the command server (tests/forked_command.py) with
     the arguments of their `python -m arena_tf.train`, their output passed on, instead of a new
-    process each that imports TensorFlow (8 s a run on the 2-core AMD EPYC, Zen 1). The first test
-    keeps new processes, as a user's suite starts them."""
+    process each that imports TensorFlow again (most of a tiny run's time). Only the module
+    `running` sees the fork; the first test keeps new processes, as a user's suite starts them."""
     def call(command, env):
         result = command_server.run(command[1:], cwd=os.getcwd(), env=env)
         sys.stdout.write(result.stdout)
@@ -57,7 +58,7 @@ def forked_runs(command_server):
         return result.returncode
 
     with pytest.MonkeyPatch.context() as patch:  # its own: a test's monkeypatch.undo() keeps it
-        patch.setattr(running.subprocess, "call", call)
+        patch.setattr(running, "subprocess", types.SimpleNamespace(call=call))
         yield
 
 

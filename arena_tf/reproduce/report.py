@@ -222,11 +222,16 @@ def runs_table(rows):
                            *([reruns.cell(r)] if with_reruns else [])] for r in rows])
 
 
+def carried_runs(suite, task, paused_dir):
+    """The runs of `task` in `suite` carried unfinished in `paused_dir`."""
+    return [run for run in plan(suite, tasks=[task], paused_dir=paused_dir)
+            if run.archive.is_file()]
+
+
 def paused_steps(suite, task, paused_dir):
     """{mechanism: step} of the runs of `task` carried unfinished in `paused_dir`."""
-    carried = [run for run in plan(suite, tasks=[task], paused_dir=paused_dir)
-               if run.archive.is_file()]
-    return {run.mechanism: paused_runs.archived(run.archive)[0] for run in carried}
+    return {run.mechanism: paused_runs.archived(run.archive)[0]
+            for run in carried_runs(suite, task, paused_dir)}
 
 
 def task_tables(name, rows, suite, paused_dir):
@@ -238,10 +243,11 @@ def task_tables(name, rows, suite, paused_dir):
             for task in tasks]
 
 
-def headline_cell(done, suite, mechanism):
-    """'35.4 (3 seeds), met' of one mechanism's rows in a suite; 'not run' without rows."""
+def headline_cell(done, suite, mechanism, paused=False):
+    """'35.4 (3 seeds), met' of one mechanism's rows in a suite; without rows, 'paused' where its
+    run is carried unfinished (the report names the step), else 'not run'."""
     if not done:
-        return "not run"
+        return "paused" if paused else "not run"
     accuracies = [100 * r["test_accuracy"] for r in done]
     mean = statistics.fmean(accuracies)
     seeds = f" ({len(done)} seeds)" if len(done) > 1 else ""
@@ -250,10 +256,13 @@ def headline_cell(done, suite, mechanism):
     return f"{mean:.1f}{seeds}{verdict}"
 
 
-def headline(rows, suites_dir=SUITES, names=README_SUITES):
+def headline(rows, suites_dir=SUITES, names=README_SUITES, paused_dir=paused_runs.PAUSED):
     """The README's summary: per mechanism, each of the suites `names` (one task each): our test
-    accuracy with the target's verdict, beside the paper's number where the suite has one."""
+    accuracy with the target's verdict, beside the paper's number where the suite has one; a run
+    carried unfinished in `paused_dir` reads 'paused'."""
     suites = [load_suite(name, suites_dir) for name in names]
+    paused = {suite.name: {run.mechanism for run in carried_runs(suite, suite.tasks[0], paused_dir)}
+              for suite in suites}
     mechanisms = list(dict.fromkeys(m for suite in suites for m in suite.mechanisms))
     papers = [suite.paper_of(suite.tasks[0]) for suite in suites]
     header = ["mechanism"]
@@ -266,7 +275,8 @@ def headline(rows, suites_dir=SUITES, names=README_SUITES):
         for suite, paper in zip(suites, papers):
             done = [r for r in rows if r["suite"] == suite.name and r["mechanism"] == mechanism]
             inside = mechanism in suite.mechanisms
-            line += [headline_cell(done, suite, mechanism) if inside else "",
+            line += [headline_cell(done, suite, mechanism, mechanism in paused[suite.name])
+                     if inside else "",
                      *paper_cells(paper, mechanism)]
         lines.append(line)
     return table(header, lines)

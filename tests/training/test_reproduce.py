@@ -230,11 +230,18 @@ def test_the_readme_summary_shows_each_suite_with_its_paper_column_where_it_has_
         "task": "pathfinder", "mechanisms": ["full"], "target": 60.3, "paper": None}))
     rows = [{"suite": "easy", "mechanism": "full", "test_accuracy": 0.729},
             {"suite": "harder", "mechanism": "full", "test_accuracy": 0.5}]
-    text = report.headline(rows, tmp_path, ("easy", "harder"))
+    paused = tmp_path / "paused"
+    text = report.headline(rows, tmp_path, ("easy", "harder"), paused)
     assert text.splitlines()[0] == ("| mechanism | `easy` (pathfinder) test % | LRA % | "
                                     "`harder` (pathfinder) test % |")
     assert "| `full` | 72.9, met | 71.40 | 50.0, under 60.3 |" in text
     assert "| `local` | not run |  |  |" in text
+    # a run carried unfinished reads paused, not "not run"
+    (carried,) = plan(load_suite("easy", tmp_path), ["local"], paused_dir=paused)
+    carried.archive.parent.mkdir(parents=True)
+    carried.archive.touch()
+    assert "| `local` | paused |  |  |" in report.headline(rows, tmp_path, ("easy", "harder"),
+                                                           paused)
 
 
 def report_row(suite, mechanism, accuracy, command, **extra):

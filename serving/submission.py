@@ -1,6 +1,6 @@
 """An exported run as an Efficiency Pentathlon submission: rows in, label strings out, on stdio.
 
-    python -m serving.submission RUN_DIR [--runtime onnxruntime|tf|openvino|xla]
+    python -m serving.submission RUN_DIR [--runtime onnxruntime|tf|openvino|xla|tensorrt]
         [--precision fp32|fp16|bf16]
         [--device cpu|gpu] [--offline [--offline-dir DIR]]
 

@@ -169,14 +169,18 @@ def test_requests_must_be_lists_and_offline_limits_keep_the_first_rows(tmp_path)
     assert [len(read_rows(path, limit)) for limit in (-1, 0, 3, 9)] == [5, 5, 3, 5]
 
 
-def test_an_onnxruntime_submission_loads_neither_tensorflow_nor_keras(tiny_run, rows):
-    """Its memory and start-up are ONNX Runtime's own, as a deployment without TensorFlow has it."""
+@pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
+def test_an_onnxruntime_or_openvino_submission_loads_neither_tensorflow_nor_keras(
+        tiny_run, rows, runtime):
+    """Its memory and start-up are the runtime's own, as a deployment without TensorFlow has it."""
+    if runtime == "openvino":
+        pytest.importorskip("openvino")
     script = ("import json, sys\n"
               "from serving.submission import Submission\n"
-              "submission = Submission.load(sys.argv[1], 'onnxruntime')\n"
+              "submission = Submission.load(sys.argv[1], sys.argv[3])\n"
               "print(json.dumps(submission.predict(json.loads(sys.argv[2]))))\n"
               "print(json.dumps(sorted({'tensorflow', 'keras'} & set(sys.modules))))\n")
-    done = subprocess.run([sys.executable, "-c", script, str(tiny_run), json.dumps(rows[:3])],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", script, str(tiny_run), json.dumps(rows[:3]),
+                           runtime], capture_output=True, text=True, check=True)
     predicted, imported = map(json.loads, done.stdout.splitlines())
     assert len(predicted) == 3 and imported == []

@@ -6,11 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test test-long docs clean
 
-$(STAMP): setup.py constraints.txt
+$(STAMP): setup.py constraints.txt Makefile
 	@echo "Setting up $(VENV): TensorFlow, JAX and the pinned packages of constraints.txt (first time only; a few minutes)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --progress-bar on -c constraints.txt -e ".[tf,jax,dev,serving,openvino]"
+	$(PY) -m pip install --progress-bar on -c constraints.txt -e ".[tf,jax,dev,serving,openvino,peers]"
 	touch $(STAMP)
 
 run: $(STAMP)

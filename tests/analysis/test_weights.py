@@ -14,6 +14,7 @@ from arena_tf.analysis.weights import (
 from arena_tf.cli import UsageError
 from arena_tf.config import ModelConfig
 from arena_tf.encoder import Encoder
+from tests.layers.attention_oracles import projections
 from tests.layers.test_mechanism_contract import HEAD_DIM, HEADS, LENGTH, inputs, make
 
 # Attention mechanisms (the state-space mixers have no attention weights: the analysis refuses them).
@@ -31,7 +32,7 @@ def built(name, **overrides):
 
 
 def numpy_softmax_weights(layer, x, mask):
-    q, k, _ = (np.asarray(t) for t in layer.project(x))
+    q, k, _ = projections(layer, np.asarray(x))  # from the weights, not the layer's own code
     logits = q @ np.swapaxes(k, -1, -2) / np.sqrt(HEAD_DIM)
     logits = np.where(mask[:, None, None, :], logits, -np.inf)
     exp = np.exp(logits - logits.max(-1, keepdims=True))

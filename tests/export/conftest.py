@@ -82,6 +82,21 @@ def keras_logits(model, arrays):
     return np.asarray(model(arrays[0] if len(arrays) == 1 else arrays, training=False))
 
 
+def assert_within_rounding(logits, reference, precision):
+    """Logits of an artifact of `precision` within what the parity check allows of the FP32
+    reference on these inputs (export/parity.py): 1e-4 in FP32; in reduced precision every logit
+    within the expected logit error K * u * S, S the RMS of these reference logits (a wrong graph
+    misses by about S)."""
+    from export.parity import Thresholds, expected_error
+
+    if precision == "fp32":
+        np.testing.assert_allclose(logits, reference, atol=Thresholds().fp32_max_abs_diff)
+        return
+    error = expected_error(precision, logits, reference, Thresholds())
+    measured, allowed = error["measured_error"]["max"], error["expected_logit_error"]
+    assert measured <= allowed, f"{precision} logits off by {measured:.3g}, over {allowed:.3g}"
+
+
 def feeds(model, arrays):
     """The ONNX / SavedModel feed {input name: array} of the Keras model's inputs."""
     return {tensor.name.split(":")[0]: array for tensor, array in zip(model.inputs, arrays)}

@@ -13,7 +13,9 @@ from export.contract import TokenError, check_tokens
 from export.metadata import read_metadata
 from export.runners import artifact_predictor
 from export.to_onnx import export_onnx
-from tests.export.conftest import LENGTH, onnx_session, token_batch, write_run_dir
+from tests.export.conftest import (
+    LENGTH, assert_within_rounding, onnx_session, token_batch, write_run_dir,
+)
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.
 pytestmark = pytest.mark.xdist_group("test_contract")
@@ -53,10 +55,11 @@ def test_runners_take_int64_ids_and_shorter_inputs(exported_linear):
     (tokens,) = token_batch(model.get_layer("encoder").config, batch=3)
     short = tokens[:, :40]
     expected = keras_logits(model, padded(short))
-    for name, tolerance in [("saved_model", 1e-4), ("model.onnx", 1e-4), ("model.fp16.onnx", 0.05)]:
+    for name, precision in [("saved_model", "fp32"), ("model.onnx", "fp32"),
+                            ("model.fp16.onnx", "fp16")]:
         predict = artifact_predictor(run_dir / name)
-        np.testing.assert_allclose(predict([short.astype("int64")]), expected, atol=tolerance)
-        np.testing.assert_allclose(predict([short]), expected, atol=tolerance)
+        assert_within_rounding(predict([short.astype("int64")]), expected, precision)
+        assert_within_rounding(predict([short]), expected, precision)
 
 
 @pytest.mark.parametrize("shape, message", [
@@ -169,6 +172,9 @@ def test_a_model_without_padding_id_takes_exactly_max_len(pixels_run):
 
 
 def test_every_exported_onnx_file_passes_the_full_checker(exported_linear, pixels_run):
-    for run_dir in (exported_linear[0], pixels_run[0]):
-        for path in run_dir.glob("*.onnx"):
-            onnx.checker.check_model(onnx.load(str(path)), full_check=True)
+    exported = {exported_linear[0]: {"model.onnx", "model.fp16.onnx"},
+                pixels_run[0]: {"model.onnx"}}
+    for run_dir, names in exported.items():
+        assert {path.name for path in run_dir.glob("*.onnx")} == names
+        for name in names:
+            onnx.checker.check_model(onnx.load(str(run_dir / name)), full_check=True)

@@ -20,6 +20,7 @@ from export.to_openvino import export_openvino  # noqa: E402
 from tests.export.conftest import (  # noqa: E402
     LENGTH,
     MECHANISMS,
+    assert_within_rounding,
     case_params,
     keras_logits,
     token_batch,
@@ -65,7 +66,7 @@ def test_the_fp16_ir_holds_float16_weights_and_keeps_the_classes(exported):
         run_dir / "openvino" / "model.xml").read_text()
     arrays = token_batch(model.get_layer("encoder").config, batch=5, seed=3)
     logits = artifact_predictor(run_dir / "openvino_fp16")(arrays)
-    np.testing.assert_allclose(logits, keras_logits(model, arrays), atol=0.05)
+    assert_within_rounding(logits, keras_logits(model, arrays), "fp16")
 
 
 def test_metadata_names_the_ir_and_its_precision(exported):

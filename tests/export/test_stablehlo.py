@@ -22,7 +22,7 @@ from export import stablehlo_model  # noqa: E402
 from export.metadata import read_metadata  # noqa: E402
 from export.runners import artifact_predictor  # noqa: E402
 from tests.export.conftest import (  # noqa: E402
-    LENGTH, keras_logits, tiny_config, token_batch, write_run_dir,
+    LENGTH, assert_within_rounding, keras_logits, tiny_config, token_batch, write_run_dir,
 )
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.
@@ -108,7 +108,7 @@ def test_each_artifact_computes_in_the_precision_it_names_and_no_other(exported)
         text = compiled.exported.mlir_module()
         assert stablehlo_model.computes_in(text) == precision
         logits = compiled.predict(arrays)
-        np.testing.assert_allclose(logits, keras_logits(model, arrays), atol=0.05)
+        assert_within_rounding(logits, keras_logits(model, arrays), precision)
         for other in {"fp32", "bf16", "fp16"} - {precision}:
             with pytest.raises(stablehlo_model.PrecisionMismatch, match=f"in {precision}, not"):
                 stablehlo_model.load(run_dir / name, other, warm_batch=0)

@@ -335,6 +335,18 @@ class SubcommandParser(ArgumentParser):
     debug_default = argparse.SUPPRESS
 
 
+def whole_number(minimum):
+    """argparse type: a whole number >= `minimum`, e.g. `type=cli.whole_number(0)`."""
+    def parse(text):
+        if not str(text).strip().isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {minimum}")
+        return int(text)
+    return parse
+
+
+positive_int = whole_number(1)  # argparse type: a count of at least 1
+
+
 class Items(argparse.Action):
     """A list flag, given comma- or space-separated (`--tasks a,b` or `--tasks a b`, also
     repeated): `type` converts each item and `choices` checks it, as for a single value.

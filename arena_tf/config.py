@@ -389,6 +389,10 @@ def read_run_config(run_dir):
                           "a run directory of `python -m arena_tf.train`",
                           "pass the --run-dir of a finished training run")
     raw = read_yaml(path)
+    if not raw.keys() & SECTIONS.keys():  # an empty file would read as every default
+        raise ConfigError(f"{path} holds none of the sections {', '.join(SECTIONS)}",
+                          "the config.yaml that training wrote",
+                          "retrain into a fresh run directory, or restore the file")
     for name in SECTIONS:
         if not isinstance(raw.get(name, {}), dict):
             raise ConfigError(f"{path}: section {name} holds {raw[name]!r}, not keys and values",

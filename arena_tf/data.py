@@ -30,7 +30,6 @@ traceback instead. Long steps (generating, checking files, counting labels) prin
 every few seconds on stderr.
 """
 
-import argparse
 import itertools
 import json
 import logging
@@ -62,15 +61,15 @@ def build_parser():
     bench.add_argument("--task", required=True, help="task name, e.g. listops")
     bench.add_argument("--data-dir", default=None, help="where the task's data is (or goes)")
     add_set(bench)
-    bench.add_argument("--batch-size", type=positive_int, default=32)
-    bench.add_argument("--batches", type=positive_int, default=200,
+    bench.add_argument("--batch-size", type=cli.positive_int, default=32)
+    bench.add_argument("--batches", type=cli.positive_int, default=200,
                        help="timed batches, after 5 warm-up")
     rows = commands.add_parser("rows", help="write one task split's rows as JSON Lines")
     rows.add_argument("--task", required=True, help="task name, e.g. listops")
     rows.add_argument("--data-dir", default=None, help="where the task's data is (or goes)")
     add_set(rows)
     rows.add_argument("--split", default="test", help="train, validation or test (default test)")
-    rows.add_argument("--limit", type=positive_int, default=None, help="the first N rows only")
+    rows.add_argument("--limit", type=cli.positive_int, default=None, help="the first N rows only")
     rows.add_argument("--out", default=None, help="the JSON Lines file (default: stdout)")
     return parser
 
@@ -109,13 +108,6 @@ def make_task(tasks, args):
         raise ConfigError(f"--set task.params for {args.task}: {' '.join(str(error).split())}",
                           f"parameters the {args.task} task accepts (see its class in "
                           f"arena_tf/tasks/{args.task}.py)", "correct or drop that --set") from None
-
-
-def positive_int(text):
-    """argparse type: a whole number >= 1."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
-    return int(text)
 
 
 def bench(task, args):

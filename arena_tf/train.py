@@ -32,7 +32,6 @@ if __name__ == "__main__" and not {"-h", "--help"} & set(sys.argv[1:]):
     print(f"loading {'JAX' if os.environ.get('KERAS_BACKEND') == 'jax' else 'TensorFlow'}",
           flush=True)
 
-import argparse  # noqa: E402
 
 import keras  # noqa: E402
 
@@ -64,18 +63,6 @@ backend = load_backend(keras.backend.backend()) if keras.backend.backend() in BA
 Trainer = backend.Trainer if backend else None
 
 
-def whole_number(minimum):
-    """argparse type: a whole number >= minimum."""
-    def parse(text):
-        if not text.isdigit() or int(text) < minimum:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
-        return int(text)
-    return parse
-
-
-positive_int = whole_number(1)
-
-
 def parse_args(argv):
     parser = cli.ArgumentParser(
         prog="python -m arena_tf.train", description="Train an LRA model.",
@@ -99,13 +86,13 @@ def parse_args(argv):
              "devices; multi_worker and --tpu are TensorFlow's)",
     )
     parser.add_argument(
-        "--cpu-devices", type=positive_int, metavar="N",
+        "--cpu-devices", type=cli.positive_int, metavar="N",
         help="split the CPU into N logical devices, one replica each (with auto or mirrored): "
              "tries multi-replica training without GPUs (JAX: before JAX starts, in this process)",
     )
     parser.add_argument("--tpu", help="TPU name or 'local' for a TPU VM")
     parser.add_argument(
-        "--time-limit", type=whole_number(0), metavar="SECONDS",
+        "--time-limit", type=cli.whole_number(0), metavar="SECONDS",
         help=f"stop after this many seconds of training, at a checkpoint, with exit status "
              f"{EXIT_PAUSED}; the same command resumes there (long runs in chunks)")
     return parser.parse_args(argv)

@@ -11,7 +11,6 @@ the FP32 parity check, a write that failed, nothing written at all); `--debug` s
 traceback instead.
 """
 
-import argparse
 import logging
 import sys
 
@@ -23,14 +22,6 @@ from export.parity import summary
 from export.publish import refusal_line
 
 
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
-    return value
 
 
 def export_path(path, precisions, check, export_models, count=None, thresholds=None, **options):
@@ -59,7 +50,7 @@ def parser(prog, doc):
     --debug)."""
     result = cli.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
     result.add_argument("path", help="run directory (model.keras, config.yaml) or a .keras file")
-    result.add_argument("--examples", type=positive_int, default=DEFAULT_COUNT,
+    result.add_argument("--examples", type=cli.positive_int, default=DEFAULT_COUNT,
                         help="parity examples: task test split or generated "
                         f"(default {DEFAULT_COUNT})")
     return result

@@ -289,10 +289,26 @@ def write_all(rows, out_dir, notes=()):
     return [out_dir / name for name in ("results.jsonl", "results.csv", "results.md")]
 
 
+# The keys of the columns formatted as numbers: a row's value there is a number or missing.
+NUMERIC_KEYS = {key for _, keys, fmt in TABLE if "{:" in fmt
+                for key in (keys if isinstance(keys, tuple) else (keys,))}
+
+
 def read_rows(out_dir):
-    """The rows of `out_dir`/results.jsonl (UsageError for a line that is not a bench row)."""
-    return results_dir.read_rows(pathlib.Path(out_dir) / results_dir.RESULTS,
-                                 fix=f"fix or delete that line of {results_dir.RESULTS}")
+    """The rows of `out_dir`/results.jsonl (UsageError for a line that is not a bench row, or a
+    row holding something other than a number where the report prints one)."""
+    path = pathlib.Path(out_dir) / results_dir.RESULTS
+    fix = f"fix or delete that line of {results_dir.RESULTS}"
+    rows = results_dir.read_rows(path, fix=fix)
+    for row in rows:
+        for key in sorted(NUMERIC_KEYS & row.keys()):
+            value = row[key]
+            if value is not None and not (isinstance(value, (int, float))
+                                          and not isinstance(value, bool)):
+                where = "/".join(str(row[k]) for k in ("model", "runtime", "precision", "scenario"))
+                raise cli.UsageError(f"{path}: the row of {where} holds {key} {value!r}",
+                                     f"a number (or null) for {key}, as serving.bench writes", fix)
+    return rows
 
 
 def regenerated(out_dir):

@@ -181,6 +181,22 @@ def unfinished_run(tmp):
     return ["arena_tf.analysis", "span", str(tmp / "run")]
 
 
+def text_throughput_results(tmp):
+    row = {"model": "m", "runtime": "tf", "precision": "fp32", "scenario": "offline",
+           "status": "ok", "throughput": "fast"}
+    (tmp / "bench").mkdir()
+    (tmp / "bench" / "results.jsonl").write_text(json.dumps(row) + "\n")
+    return ["serving.report", str(tmp / "bench")]
+
+
+def empty_config_run(tmp):
+    from tests.export.conftest import write_run_dir
+
+    run_dir, _ = write_run_dir(tmp / "run", "linear")
+    (run_dir / "config.yaml").write_text("")
+    return ["arena_tf.analysis", "span", str(run_dir), "--examples", "4"]
+
+
 def mixer_run(tmp):
     from tests.export.conftest import write_run_dir
 
@@ -198,9 +214,13 @@ CASES = {
     "analysis-state-space-mixer": Case(
         "attention analysis of an s4d run (a state-space mixer)", mixer_run,
         "s4d is a state-space mixer: it has no attention weights to recover"),
+    "analysis-empty-run-config": Case(
+        "a run directory whose config.yaml is empty (was: every default read, the full ListOps set "
+        "generated, then an internal error)",
+        empty_config_run, "config.yaml holds none of the sections task, model, train"),
     "analysis-bad-count": Case(
         "`--examples 0`", lambda tmp: ["arena_tf.analysis", "span", str(tmp), "--examples", "0"],
-        "'0' is not a positive count"),
+        "'0' is not a whole number >= 1"),
     "analysis-distance-baseline-missing": Case(
         "`distance-baseline` of a directory that does not exist",
         lambda tmp: ["arena_tf.analysis", "distance-baseline", str(tmp / "nope")],
@@ -234,6 +254,11 @@ CASES = {
         "`generators.pathfinder --distance-baseline --count 1` (was: an internal error)",
         lambda tmp: ["arena_tf.generators.pathfinder", "--distance-baseline", "--count", "1"],
         "--distance-baseline --count 1 leaves nothing to fit or to score"),
+    "generator-no-examples": Case(
+        "`generators.pathfinder --out-dir DIR --num-examples 0` (was: exit 0 and an empty dataset)",
+        lambda tmp: ["arena_tf.generators.pathfinder", "--out-dir", str(tmp / "pf"),
+                     "--num-examples", "0"],
+        "argument --num-examples: '0' is not a whole number >= 1"),
     "generator-preview-is-a-directory": Case(
         "`generators.pathfinder --preview DIR` naming a folder (was: an internal error)",
         lambda tmp: ["arena_tf.generators.pathfinder", "--preview", str(tmp)],
@@ -279,6 +304,9 @@ CASES = {
         "`serving.report DIR` of a directory without results.jsonl",
         lambda tmp: (tmp / "bench").mkdir() or ["serving.report", str(tmp / "bench")],
         "results.jsonl does not exist"),
+    "serving-report-text-where-a-number-goes": Case(
+        "`serving.report DIR` whose results.jsonl holds `\"throughput\": \"fast\"` (was: an "
+        "internal error)", text_throughput_results, "holds throughput 'fast'; expected a number"),
     "benchmark-report-without-results": Case(
         "no benchmark results to report",
         lambda tmp: ["arena_tf.benchmark", "report", "--layers", str(tmp / "a.json"), "--train",
@@ -393,7 +421,7 @@ CASES = {
     "benchmark-zero-length": Case(
         "`python -m arena_tf.benchmark layers --lengths 0` (was: exit 0)",
         lambda tmp: ["arena_tf.benchmark", "layers", "--lengths", "0"],
-        "invalid item '0' (0 is not a whole number of at least 1)"),
+        "invalid item '0' ('0' is not a whole number >= 1)"),
     "benchmark-report-truncated-metrics": Case(
         "`benchmark report` with a run's metrics.json cut short (was: a traceback after four "
         "plots; now no plot and no page)",

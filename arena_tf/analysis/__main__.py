@@ -10,7 +10,6 @@ chart (default runs/analysis/span.png); `attention` writes attention_example_<N>
 directory. Errors are one line on stderr (arena_tf.cli's style): exit 2 for a user's mistake.
 """
 
-import argparse
 import sys
 
 from arena_tf import cli
@@ -22,12 +21,6 @@ cli.quiet_tensorflow()
 DEFAULT_CHART = "runs/analysis/span.png"
 
 
-def positive_int(text):
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive count")
-    return int(text)
-
-
 def parse_args(argv):
     parser = cli.ArgumentParser(
         prog="python -m arena_tf.analysis",
@@ -36,7 +29,7 @@ def parse_args(argv):
     commands = parser.add_subparsers(dest="command", required=True)
     span = commands.add_parser("span", help="mean required attention span (LRA section 2.3)")
     span.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories of training")
-    span.add_argument("--examples", type=positive_int, default=1000,
+    span.add_argument("--examples", type=cli.positive_int, default=1000,
                       help="validation examples to average over (default 1000, as LRA)")
     span.add_argument("--out", help=f"bar chart PNG (default {DEFAULT_CHART} for several runs)")
     baseline = commands.add_parser(

@@ -21,7 +21,7 @@ def common_options(parser, lengths, output):
     parser.add_argument("--mechanisms", action=cli.Items, default=attention_layers.available(),
                         choices=attention_layers.available(), metavar="NAME",
                         help="mechanisms to measure (default: all)")
-    parser.add_argument("--lengths", action=cli.Items, type=positive, default=list(lengths))
+    parser.add_argument("--lengths", action=cli.Items, type=cli.positive_int, default=list(lengths))
     parser.add_argument("--memory-cap-gb", type=positive_number, default=16.0,
                         help="skip a configuration whose estimated memory exceeds this")
     run_options(parser, output)
@@ -53,7 +53,7 @@ def check_outputs(options):
 
 
 def matmul_option(parser):
-    parser.add_argument("--matmul-size", type=positive, default=4096,
+    parser.add_argument("--matmul-size", type=cli.positive_int, default=4096,
                         help="largest square matmul of the rate benchmark (1024 and 2048 too)")
 
 
@@ -68,25 +68,17 @@ def layer_parser(commands):
     parser.add_argument("--peers", action=cli.Items, nargs="*", default=None,
                         choices=peers.names(), metavar="PEER",
                         help=f"peers to compare (default: all of the backend's; {by_backend})")
-    parser.add_argument("--batch", type=positive, default=1)
-    parser.add_argument("--heads", type=positive, default=4)
-    parser.add_argument("--head-dim", type=positive, default=64)
+    parser.add_argument("--batch", type=cli.positive_int, default=1)
+    parser.add_argument("--heads", type=cli.positive_int, default=4)
+    parser.add_argument("--head-dim", type=cli.positive_int, default=64)
     parser.add_argument("--warmup", type=int, default=1, help="untimed calls after the trace")
-    parser.add_argument("--repeats", type=positive, default=5, help="timed calls (at most)")
+    parser.add_argument("--repeats", type=cli.positive_int, default=5, help="timed calls (at most)")
     parser.add_argument("--max-seconds", type=positive_number, default=20.0,
                         help="stop repeating (after 3 calls) once timed calls took this long")
     matmul_option(parser)
-    parser.add_argument("--agreement-length", type=positive, default=512)
+    parser.add_argument("--agreement-length", type=cli.positive_int, default=512)
     parser.add_argument("--no-profile", action="store_true", help="skip the profiler FLOP count")
     parser.set_defaults(run=layer_sweep.run)
-
-
-def positive(text):
-    """A whole number of at least 1 (argparse's type)."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a whole number of at least 1")
-    return value
 
 
 def positive_number(text):
@@ -105,15 +97,16 @@ def pair_parser(commands):
                                                "interleaved rounds: ratios with their spread")
     parser.add_argument("--pairs", action=cli.Items, default=list(pairs.KNOWN), metavar="OURS:PEER",
                         help=f"pairs to measure (default: all: {', '.join(pairs.KNOWN)})")
-    parser.add_argument("--length", type=positive, default=pairs.DEFAULT_LENGTH)
-    parser.add_argument("--batches", action=cli.Items, type=positive, default=[1, 4])
+    parser.add_argument("--length", type=cli.positive_int, default=pairs.DEFAULT_LENGTH)
+    parser.add_argument("--batches", action=cli.Items, type=cli.positive_int, default=[1, 4])
     parser.add_argument("--masks", action=cli.Items, choices=list(pairs.MASKS),
                         default=list(pairs.MASKS), help="padded: the last quarter is padding")
-    parser.add_argument("--rounds", type=positive, default=7, help="interleaved rounds")
-    parser.add_argument("--calls", type=positive, default=3, help="timed calls of each per round")
-    parser.add_argument("--runs", type=positive, default=2,
+    parser.add_argument("--rounds", type=cli.positive_int, default=7, help="interleaved rounds")
+    parser.add_argument("--calls", type=cli.positive_int, default=3,
+                        help="timed calls of each per round")
+    parser.add_argument("--runs", type=cli.positive_int, default=2,
                         help="fresh processes per configuration (the sweep repeated)")
-    parser.add_argument("--warmup", type=positive, default=2,
+    parser.add_argument("--warmup", type=cli.positive_int, default=2,
                         help="untimed calls of each before the rounds (the first traces)")
     matmul_option(parser)
     run_options(parser, RESULTS / "pairs.json")
@@ -123,7 +116,8 @@ def pair_parser(commands):
 def train_parser(commands):
     parser = commands.add_parser("train", help="LRA Table 2: training steps/s and memory")
     common_options(parser, lra_table2.DEFAULT_LENGTHS, RESULTS / "train.json")
-    parser.add_argument("--batch", type=positive, default=2, help="LRA used 32 (halved if over the cap)")
+    parser.add_argument("--batch", type=cli.positive_int, default=2,
+                        help="LRA used 32 (halved if over the cap)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps (the first compiles)")
     parser.add_argument("--steps", type=int, default=3, help="timed steps (at most)")
     parser.add_argument("--max-seconds", type=positive_number, default=30.0,
@@ -140,8 +134,8 @@ def xla_parser(commands):
     parser = commands.add_parser("xla", help="why XLA is slower and larger here: rates and plans")
     parser.add_argument("--mechanisms", action=cli.Items, default=["full", "linear"],
                         choices=attention_layers.available(), metavar="NAME")
-    parser.add_argument("--length", type=positive, default=4096)
-    parser.add_argument("--batch", type=positive, default=2)
+    parser.add_argument("--length", type=cli.positive_int, default=4096)
+    parser.add_argument("--batch", type=cli.positive_int, default=2)
     parser.add_argument("--steps", type=int, default=2, help="timed training steps")
     parser.add_argument("--timeout", type=positive_number, default=1800.0)
     output_option(parser, RESULTS / "xla.json")
@@ -156,9 +150,10 @@ def precision_parser(commands):
     parser.add_argument("--mechanisms", action=cli.Items, default=["linformer", "full"],
                         choices=sorted(p.stem for p in MODELS.glob("*.yaml")), metavar="NAME",
                         help="models of configs/models/ (default: linformer full)")
-    parser.add_argument("--rounds", type=positive, default=4, help="interleaved rounds")
-    parser.add_argument("--steps", type=positive, default=3, help="timed steps per dtype per round")
-    parser.add_argument("--matmul-size", type=positive, default=4096,
+    parser.add_argument("--rounds", type=cli.positive_int, default=4, help="interleaved rounds")
+    parser.add_argument("--steps", type=cli.positive_int, default=3,
+                        help="timed steps per dtype per round")
+    parser.add_argument("--matmul-size", type=cli.positive_int, default=4096,
                         help="square matmul timed in both dtypes (the CPU's bfloat16 rate)")
     run_options(parser, RESULTS / "precision.json")
     parser.set_defaults(run=precision.run)
@@ -220,13 +215,13 @@ def report_parser(commands):
 def profile_parser(commands):
     parser = commands.add_parser("profile", help="per-op time of one mechanism or peer")
     parser.add_argument("name", help="a mechanism or a peer")
-    parser.add_argument("--length", type=positive, default=4096)
-    parser.add_argument("--batch", type=positive, default=1)
-    parser.add_argument("--heads", type=positive, default=4)
-    parser.add_argument("--head-dim", type=positive, default=64)
+    parser.add_argument("--length", type=cli.positive_int, default=4096)
+    parser.add_argument("--batch", type=cli.positive_int, default=1)
+    parser.add_argument("--heads", type=cli.positive_int, default=4)
+    parser.add_argument("--head-dim", type=cli.positive_int, default=64)
     parser.add_argument("--stage", choices=["forward", "train"], default="train")
-    parser.add_argument("--calls", type=positive, default=3)
-    parser.add_argument("--top", type=positive, default=15)
+    parser.add_argument("--calls", type=cli.positive_int, default=3)
+    parser.add_argument("--top", type=cli.positive_int, default=15)
     parser.set_defaults(run=profiling.run)
 
 

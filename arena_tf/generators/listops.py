@@ -305,7 +305,8 @@ def main(argv=None):
                                 description="Generate and time the LRA-size ListOps set.")
     parser.add_argument("--out-dir", required=True, help="where the TSV files go")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--processes", type=int, default=None, help="default: all CPUs")
+    parser.add_argument("--processes", type=cli.positive_int, default=None,
+                        help="default: all CPUs")
     args = parser.parse_args(argv)
     return cli.run_main(lambda: run(args), debug=args.debug)
 

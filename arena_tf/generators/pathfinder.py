@@ -26,7 +26,6 @@ and seed).
     python -m arena_tf.generators.pathfinder --distance-baseline --difficulty easy --count 4000
 """
 
-import argparse
 import dataclasses
 import functools
 import json
@@ -598,13 +597,6 @@ def marker_distance_baseline(config, count, seed=0):
     return threshold, fitted, threshold_accuracy(threshold, distances[half:], labels[half:])
 
 
-def example_count(text):
-    """argparse type of --count: a whole number of at least 1."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
-    return int(text)
-
-
 def parse_args(argv=None):
     parser = cli.ArgumentParser(prog="python -m arena_tf.generators.pathfinder",
                                 description=__doc__.split("\n\n")[0])
@@ -618,11 +610,12 @@ def parse_args(argv=None):
     parser.add_argument("--size", type=int, choices=sorted(CONFIGS), default=32)
     parser.add_argument("--difficulty", choices=list(DIFFICULTIES), default="hard",
                         help="contour length 6, 9 or 14 (LRA: hard)")
-    parser.add_argument("--count", type=example_count, default=16,
+    parser.add_argument("--count", type=cli.positive_int, default=16,
                         help="examples in the preview, or in the distance baseline (at least 2: "
                              "it fits on one half and scores the other)")
-    parser.add_argument("--num-examples", type=int, default=200_000)
-    parser.add_argument("--processes", type=int, default=None, help="default: all CPUs")
+    parser.add_argument("--num-examples", type=cli.positive_int, default=200_000)
+    parser.add_argument("--processes", type=cli.positive_int, default=None,
+                        help="default: all CPUs")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 

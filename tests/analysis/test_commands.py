@@ -55,7 +55,7 @@ def test_a_bad_count_is_one_line_and_exit_2(pathfinder_run, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["span", str(pathfinder_run), "--examples", "0"])
     assert stop.value.code == 2
-    assert_one_error_line(capsys.readouterr().err, "'0' is not a positive count")
+    assert_one_error_line(capsys.readouterr().err, "'0' is not a whole number >= 1")
 
 
 def test_attention_draws_maps_over_the_image(pathfinder_run, capsys):

@@ -170,7 +170,7 @@ BAD_ARGUMENTS = {
     "precision": (to_savedmodel, ["--precision", "fp8"], "invalid item 'fp8'"),
     "bf16 onnx": (to_onnx, ["--precision", "bf16"], "invalid choice: 'bf16'"),
     "opset": (to_onnx, ["--opset", "9"], "opset 9 is not supported; expected 13 to"),
-    "examples": (to_savedmodel, ["--examples", "0"], "0 is not a positive integer"),
+    "examples": (to_savedmodel, ["--examples", "0"], "'0' is not a whole number >= 1"),
 }
 
 

@@ -380,6 +380,10 @@ CASES = {
         lambda tmp: ["arena_tf.preset_timing", "measure", "--tasks", "nope", "--out", str(tmp)],
         "unknown task 'nope' in --tasks"),
     # Round two (issue 46): settings, memory, the error boundary, shared outputs, data on entry.
+    "train-unknown-task-parameter": Case(
+        "`--set task.params.bogus=1`, a parameter the task does not take (was: an internal error)",
+        lambda tmp: train(tmp, "--set", "task.params.bogus=1"),
+        "task listops has no parameter bogus; expected task.params among: generator_spec"),
     "train-learning-rate-nan": Case(
         "`--set train.learning_rate=.nan` (NaN passes `x <= 0`; every setting's range is declared "
         "once, in arena_tf/settings.py)",

@@ -6,6 +6,7 @@
 """
 
 import importlib
+import inspect
 
 from arena_tf.config import ConfigError
 from arena_tf.tasks.base import SPLITS, BadDataError, DataNotFoundError, RowError, Task
@@ -13,6 +14,7 @@ from arena_tf.tasks.base import SPLITS, BadDataError, DataNotFoundError, RowErro
 _REGISTRY = {}
 
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder", "pathx")
+COMMON = ("data_dir", "max_len", "seed")  # what every task takes, from task: and the run
 
 
 def register(cls):
@@ -37,9 +39,23 @@ def lookup(name):
     return _REGISTRY[name]
 
 
+def params_of(cls):
+    """The task parameters (task.params) a Task class's constructor takes."""
+    signature = inspect.signature(cls.__init__).parameters
+    return [name for name in signature if name not in ("self", *COMMON)]
+
+
 def get(name, **kwargs):
-    """An instance of task `name` (kwargs: data_dir, max_len, seed)."""
-    return lookup(name)(**kwargs)
+    """An instance of task `name` (kwargs: data_dir, max_len, seed and its own parameters); a
+    ConfigError naming the accepted parameters for any other."""
+    cls = lookup(name)
+    unknown = sorted(set(kwargs) - set(COMMON) - set(params_of(cls)))
+    if unknown:
+        accepted = ", ".join(params_of(cls)) or "none"
+        raise ConfigError(f"task {name} has no parameter {', '.join(unknown)}",
+                          f"task.params among: {accepted}",
+                          "correct or drop it in --set task.params.NAME or the config")
+    return cls(**kwargs)
 
 
 def from_config(task_config, seed=0):

@@ -350,6 +350,11 @@ CASES = {
         "`--run-dir` holding a folder named config.yaml (was: an internal error)",
         lambda tmp: (tmp / "run" / "config.yaml").mkdir(parents=True) or train(tmp),
         "config.yaml is a folder, where the run writes a file"),
+    "prepare-listops-negative-split": Case(
+        "`--set task.params.generator_spec.train=-3` (was: generated, then blamed the empty file)",
+        lambda tmp: ["arena_tf.data", "prepare", "--task=listops", f"--data-dir={tmp / 'gen'}",
+                     "--set", "task.params.generator_spec.train=-3"],
+        "ListOps split sizes must be whole numbers >= 1; got train=-3"),
     "prepare-listops-one-column": Case(
         "a ListOps TSV row with one column", lambda tmp: prepare_listops(tmp, "[MIN 3 4 ]"),
         "basic_train.tsv:3: 1 tab-separated column instead of 2 ('[MIN 3 4 ]'); expected "

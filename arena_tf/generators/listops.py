@@ -80,6 +80,10 @@ class ListOpsSpec:
     seed: int = 0
 
     def __post_init__(self):
+        sizes = {"train": self.train, "validation": self.validation, "test": self.test}
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes.values()):
+            raise ValueError("ListOps split sizes must be whole numbers >= 1; got "
+                             + ", ".join(f"{split}={n!r}" for split, n in sizes.items()))
         if not 0 <= self.min_length < self.max_length - 1 or self.max_length <= 4:
             raise ValueError(
                 f"ListOps lengths must satisfy 0 <= min_length < max_length - 1 and max_length > 4 "

@@ -191,8 +191,7 @@ def test_without_length_sized_weights_any_length_is_accepted_by_default(name):
 
 def call_compiled_under_jax(layer, x, **arrays):
     """layer(x, **arrays); under JAX in one jit-compiled function, as fit and predict run it:
-    eager JAX compiles each op anew for each new shape, which at thousands of tokens takes longer
-    than compiling the whole call once."""
+    eager JAX compiles each op anew for each new shape."""
     if keras.backend.backend() != "jax":
         return layer(x, **arrays)
     import jax

@@ -49,8 +49,8 @@ def setting(listops_dir, tmp_path):
 def forked_runs(command_server):
     """The runs a suite starts are forked from the command server (tests/forked_command.py) with
     the arguments of their `python -m arena_tf.train`, their output passed on, instead of a new
-    process each that imports TensorFlow again (most of a tiny run's time). Only the module
-    `running` sees the fork; the first test keeps new processes, as a user's suite starts them."""
+    process each that imports TensorFlow again. Only the module `running` sees the fork; the first
+    test keeps new processes, as a user's suite starts them."""
     def call(command, env):
         result = command_server.run(command[1:], cwd=os.getcwd(), env=env)
         sys.stdout.write(result.stdout)

@@ -334,30 +334,42 @@ def build_section(section, values, sources):
         raise error.prefixed(source or section) from None
 
 
+def named_file(configs_dir, folder, name, flag, or_none=""):
+    """configs_dir/folder/name.yaml, where `name` is one of that folder's names (a path, such as
+    '../tasks/listops', is not); otherwise ConfigError listing them."""
+    names = sorted(p.stem for p in (configs_dir / folder).glob("*.yaml") if "." not in p.stem)
+    if name not in names:
+        raise ConfigError(f"unknown {flag[2:]} {name!r}",
+                          f"one of {', '.join(names)}", f"pass {flag} with one of them{or_none}")
+    return configs_dir / folder / f"{name}.yaml"
+
+
 def config_layers(task, model, preset=None, configs_dir=CONFIGS_DIR):
     """The YAML files that make an experiment, in merge order (missing optional ones skipped)."""
     configs_dir = pathlib.Path(configs_dir)
-    required = [configs_dir / "tasks" / f"{task}.yaml", configs_dir / "models" / f"{model}.yaml"]
-    for path, kind, folder in ((required[0], "task", "tasks"), (required[1], "model", "models")):
-        if not path.exists():
-            names = sorted(p.stem for p in (configs_dir / folder).glob("*.yaml") if "." not in p.stem)
-            raise ConfigError(f"unknown {kind} {path.stem!r}: no {path}",
-                              f"one of {', '.join(names)}", f"pass --{kind} with one of them")
-    layers = list(required)
+    layers = [named_file(configs_dir, "tasks", task, "--task"),
+              named_file(configs_dir, "models", model, "--model")]
     per_model = configs_dir / "tasks" / f"{task}.models.yaml"
     if per_model.exists():
         layers.append((per_model, model))
     if preset is not None:
-        path = configs_dir / "presets" / f"{preset}.yaml"
-        if not path.exists():
-            names = sorted(p.stem for p in (configs_dir / "presets").glob("*.yaml") if "." not in p.stem)
-            raise ConfigError(f"unknown preset {preset!r}", f"one of {', '.join(names)}",
-                              "pass --preset with one of them, or none")
-        layers.append(path)
+        layers.append(named_file(configs_dir, "presets", preset, "--preset", ", or none"))
         per_task = configs_dir / "presets" / f"{preset}.{task}.yaml"
         if per_task.exists():
             layers.append(per_task)
     return layers
+
+
+def refuse_changed_choices(raw, sources, task, model):
+    """ConfigError where a YAML file or --set changed the task or mechanism --task / --model chose
+    (the run would train one thing under the other's name)."""
+    for section, key, flag, chosen in (("task", "name", "--task", task),
+                                       ("model", "attention", "--model", model)):
+        value = raw[section][key]
+        if value != chosen:
+            raise ConfigError(f"{sources.get(f'{section}.{key}')}: sets {section}.{key} to "
+                              f"{value!r}, but {flag} chose {chosen!r}",
+                              f"{flag} alone to pick the {section}", f"pass {flag}={value} instead")
 
 
 def load_experiment(task, model, overrides=(), preset=None, derived=None, configs_dir=CONFIGS_DIR):
@@ -376,6 +388,7 @@ def load_experiment(task, model, overrides=(), preset=None, derived=None, config
     for text in overrides:
         merge_into(raw, parse_override(text), f"--set {text}")
     sources = raw.pop("_sources", {})
+    refuse_changed_choices(raw, sources, task, model)
     raw["model"].update(derived or {})
     return ExperimentConfig(**{s: build_section(s, raw.get(s, {}), sources) for s in SECTIONS})
 

@@ -650,6 +650,8 @@ def run(args):
         raise nothing_to_run(targets)
     out = out_dir(args, targets)
     with results_dir.claim(out, args.existing) as kept:  # one bench per --out (locked)
+        report.check_numbers(kept, out / results_dir.RESULTS,  # before measuring, not after
+                             "fix or delete that row, or pass --overwrite")
         return bench_into(args, chosen, options, targets, out, list(kept))
 
 

@@ -294,12 +294,9 @@ NUMERIC_KEYS = {key for _, keys, fmt in TABLE if "{:" in fmt
                 for key in (keys if isinstance(keys, tuple) else (keys,))}
 
 
-def read_rows(out_dir):
-    """The rows of `out_dir`/results.jsonl (UsageError for a line that is not a bench row, or a
-    row holding something other than a number where the report prints one)."""
-    path = pathlib.Path(out_dir) / results_dir.RESULTS
-    fix = f"fix or delete that line of {results_dir.RESULTS}"
-    rows = results_dir.read_rows(path, fix=fix)
+def check_numbers(rows, path, fix):
+    """UsageError naming the first row of `path` holding something other than a number (or null)
+    where the report prints one; `fix` is the advice."""
     for row in rows:
         for key in sorted(NUMERIC_KEYS & row.keys()):
             value = row[key]
@@ -308,6 +305,15 @@ def read_rows(out_dir):
                 where = "/".join(str(row[k]) for k in ("model", "runtime", "precision", "scenario"))
                 raise cli.UsageError(f"{path}: the row of {where} holds {key} {value!r}",
                                      f"a number (or null) for {key}, as serving.bench writes", fix)
+
+
+def read_rows(out_dir):
+    """The rows of `out_dir`/results.jsonl (UsageError for a line that is not a bench row, or a
+    row holding something other than a number where the report prints one)."""
+    path = pathlib.Path(out_dir) / results_dir.RESULTS
+    fix = f"fix or delete that line of {results_dir.RESULTS}"
+    rows = results_dir.read_rows(path, fix=fix)
+    check_numbers(rows, path, fix)
     return rows
 
 

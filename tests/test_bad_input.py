@@ -45,11 +45,11 @@ class Case:
 GOOD_LISTOPS = "( ( [MAX 2 9 ] ) )\t9\n"
 
 
-def train(tmp, *arguments, model="full"):
+def train(tmp, *arguments, model="full", preset="tiny"):
     """`python -m arena_tf.train` on a small hand-written ListOps set in `tmp`, its run directory
     in `tmp` too (so that "nothing left behind" covers it)."""
     data = write_listops(tmp / "listops", GOOD_LISTOPS * 3)
-    return ["arena_tf.train", "--task=listops", f"--model={model}", "--preset=tiny",
+    return ["arena_tf.train", "--task=listops", f"--model={model}", f"--preset={preset}",
             f"--data_dir={data}", f"--run_dir={tmp / 'run'}", *arguments]
 
 
@@ -149,13 +149,19 @@ def bench_config_task_5(tmp):
     return ["serving.bench", str(run), "--out", str(tmp / "out")]
 
 
-def bench_out_with_results(tmp):
-    out = tmp / "out"
+def bench_results(out, **row):
+    """`out`/results.jsonl holding one bench row (its key fields, then `row`)."""
     out.mkdir()
     (out / "results.jsonl").write_text(json.dumps(
         {"model": "m", "runtime": "tf", "precision": "fp32", "scenario": "offline",
-         "status": "ok"}) + "\n")
-    return ["serving.bench", "--command", "python -c pass", "--task", "listops", "--out", str(out)]
+         "status": "ok", **row}) + "\n")
+    return out
+
+
+def bench_out_with_results(tmp, *flags, **row):
+    out = bench_results(tmp / "out", **row)
+    return ["serving.bench", "--command", "python -c pass", "--task", "listops", "--out", str(out),
+            *flags]
 
 
 def merge_key_only_row(tmp):
@@ -182,11 +188,7 @@ def unfinished_run(tmp):
 
 
 def text_throughput_results(tmp):
-    row = {"model": "m", "runtime": "tf", "precision": "fp32", "scenario": "offline",
-           "status": "ok", "throughput": "fast"}
-    (tmp / "bench").mkdir()
-    (tmp / "bench" / "results.jsonl").write_text(json.dumps(row) + "\n")
-    return ["serving.report", str(tmp / "bench")]
+    return ["serving.report", str(bench_results(tmp / "bench", throughput="fast"))]
 
 
 def empty_config_run(tmp):
@@ -389,6 +391,15 @@ CASES = {
         "`--set task.params.bogus=1`, a parameter the task does not take (was: an internal error)",
         lambda tmp: train(tmp, "--set", "task.params.bogus=1"),
         "task listops has no parameter bogus; expected task.params among: generator_spec"),
+    "train-set-task-name": Case(
+        "`--task=listops --set task.name=image` (was: trained image in a run named for listops)",
+        lambda tmp: train(tmp, "--set", "task.name=image"),
+        "--set task.name=image: sets task.name to 'image', but --task chose 'listops'; expected "
+        "--task alone to pick the task; pass --task=image instead"),
+    "train-preset-path": Case(
+        "`--preset=../tasks/listops`, a path rather than a preset's name (was: read the task's "
+        "file as a preset)", lambda tmp: train(tmp, preset="../tasks/listops"),
+        "unknown preset '../tasks/listops'; expected one of cpu, tiny"),
     "train-learning-rate-nan": Case(
         "`--set train.learning_rate=.nan` (NaN passes `x <= 0`; every setting's range is declared "
         "once, in arena_tf/settings.py)",
@@ -471,6 +482,12 @@ CASES = {
         "without a word)", bench_out_with_results,
         "holds another run's results (results.jsonl, 1 row); expected an empty or new directory, "
         "or --append / --overwrite"),
+    "bench-append-text-throughput": Case(
+        "`serving.bench --append` to a results.jsonl holding `\"throughput\": \"fast\"` (was: an "
+        "internal error after measuring)",
+        lambda tmp: bench_out_with_results(tmp, "--append", throughput="fast"),
+        "holds throughput 'fast'; expected a number (or null) for throughput, as serving.bench "
+        "writes; fix or delete that row, or pass --overwrite"),
     "reproduce-merge-key-only-row": Case(
         "`reproduce merge` of a row holding only its key fields (was: written, then every report "
         "failed with KeyError)", merge_key_only_row,

@@ -72,6 +72,27 @@ def test_unknown_task_model_and_preset_list_the_known_ones(configs):
         load_experiment("listops", "local", preset="huge", configs_dir=configs)
 
 
+@pytest.mark.parametrize("task, model, preset", [("../models/local", "local", None),
+                                                  ("listops", "../presets/tiny", None),
+                                                  ("listops", "local", "../tasks/listops")])
+def test_a_path_for_a_task_model_or_preset_is_refused_though_the_file_exists(configs, task, model,
+                                                                          preset):
+    with pytest.raises(ConfigError, match=r"unknown \w+ '\.\./"):
+        load_experiment(task, model, preset=preset, derived=DERIVED, configs_dir=configs)
+
+
+@pytest.mark.parametrize("override, flag", [("task.name=image", "--task=image"),
+                                            ("model.attention=full", "--model=full")])
+def test_set_cannot_change_the_task_or_mechanism_the_flags_chose(configs, override, flag):
+    with pytest.raises(ConfigError, match=f"--set {override}: sets .* but .* chose .*; pass {flag}"):
+        load_experiment("listops", "local", [override], derived=DERIVED, configs_dir=configs)
+    write(configs / "presets" / "tiny.yaml", "task:\n  name: image\n")
+    with pytest.raises(ConfigError, match=r"tiny.yaml: sets task.name to 'image'"):
+        load_experiment("listops", "local", preset="tiny", derived=DERIVED, configs_dir=configs)
+    assert load_experiment("listops", "local", ["model.attention=local"], derived=DERIVED,
+                           configs_dir=configs).model.attention == "local"
+
+
 def test_set_reaches_any_depth_and_reads_exponent_numbers(configs):
     write(configs / "presets" / "tiny.listops.yaml",
           "task:\n  params:\n    generator_spec: {train: 100, test: 10}\n")

@@ -17,6 +17,7 @@ import yaml
 import arena_tf.layers as layers
 from arena_tf.config import ModelConfig
 from arena_tf.models import build_classifier
+from export.parity import Thresholds, expected_error
 
 MECHANISMS = layers.available()
 # Two towers (two inputs, one shared encoder run on each) change the head, not the mechanism: the
@@ -87,8 +88,6 @@ def assert_within_rounding(logits, reference, precision):
     reference on these inputs (export/parity.py): 1e-4 in FP32; in reduced precision every logit
     within the expected logit error K * u * S, S the RMS of these reference logits (a wrong graph
     misses by about S)."""
-    from export.parity import Thresholds, expected_error
-
     if precision == "fp32":
         np.testing.assert_allclose(logits, reference, atol=Thresholds().fp32_max_abs_diff)
         return

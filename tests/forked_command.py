@@ -22,10 +22,11 @@ import os
 import pathlib
 import resource
 import runpy
+import select
+import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Not onnxruntime: a child forked after its import hangs when it exits.
@@ -106,14 +107,13 @@ def run_child(request):
 
 def wait(pid, timeout):
     """The child's status as subprocess reports it (-N: killed by signal N); killed at timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-        time.sleep(0.02)
+    handle = os.pidfd_open(pid)  # readable once the child has ended
+    try:
+        if not select.select([handle], [], [], timeout)[0]:
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        os.close(handle)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def serve():

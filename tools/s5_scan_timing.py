@@ -1,5 +1,5 @@
 """Why `s5` scans by doubling under TensorFlow: the first (tracing) call and the step time of one
-tf.function forward + backward step of an s5 layer, with each of its two scans.
+tf.function forward + backward step of each of its two scans, over s5's state sizes.
 
     python tools/s5_scan_timing.py [--lengths 64,2048] [--batch 8]
 
@@ -21,33 +21,36 @@ os.environ["KERAS_BACKEND"] = "tensorflow"
 
 import tensorflow as tf  # noqa: E402
 
-import arena_tf.layers as layers  # noqa: E402
 from arena_tf.layers import s5  # noqa: E402
 
 SCANS = {"associative": s5.associative_scan, "doubling": s5.doubling_scan}
+MODES = 32  # the complex modes of s5 at its default state_size, 64 (P / 2)
 
 
-def step_function(layer):
+def step_function(scan):
     @tf.function
-    def step(x):
+    def step(factor, inputs):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(tf.square(layer(x)))
-        return tape.gradient(loss, layer.trainable_variables)
+            tape.watch(inputs)
+            states = scan(factor, inputs)
+            loss = tf.add_n([tf.reduce_sum(tf.square(state)) for state in states])
+        return tape.gradient(loss, inputs)
     return step
 
 
-def timed(step, x):
+def timed(step, *arguments):
     start = time.perf_counter()
-    step(x)
+    step(*arguments)
     return time.perf_counter() - start
 
 
 def measure(scan, length, batch):
-    s5.backend_scan = lambda: SCANS[scan]
-    step = step_function(layers.get("s5", num_heads=4, head_dim=32))
-    x = tf.random.normal([batch, length, 128])
-    first = timed(step, x)
-    later = statistics.median(timed(step, x) for _ in range(5))
+    angle = tf.random.uniform([MODES], 0.0, 3.0)
+    factor = (0.9 * tf.cos(angle), 0.9 * tf.sin(angle))  # |a| < 1, as exp(dt Lambda) is
+    inputs = (tf.random.normal([batch, length, MODES]), tf.random.normal([batch, length, MODES]))
+    step = step_function(SCANS[scan])
+    first = timed(step, factor, inputs)
+    later = statistics.median(timed(step, factor, inputs) for _ in range(5))
     print(f"length {length:6d}  {scan:11s}  first call {first:7.2f} s  step {later:.3f} s")
 
 

@@ -12,7 +12,9 @@ The recurrence runs as a parallel scan over pairs (a, b) with (a1, b1) . (a2, b2
 (a2 a1, a2 b1 + b2), in real arithmetic (ONNX has no complex type): under JAX
 `keras.ops.associative_scan` (jax.lax.associative_scan); under TensorFlow a doubling scan of
 ceil(log2 L) rounds, because Keras' TensorFlow associative_scan unrolls its recursion into the
-graph (`python tools/s5_scan_timing.py`: the same step time, a first step many times slower). Bidirectional by default, as S5's classifiers: a second scan runs backwards over
+graph (`python tools/s5_scan_timing.py` times both: its first step is many times slower, and its
+later steps slower too).
+Bidirectional by default, as S5's classifiers: a second scan runs backwards over
 the same B_bar u and its own C; `causal=True` keeps the forward scan only.
 
 Exports trace the same recurrence as long convolutions of B_bar u with the powers Lambda_bar^l

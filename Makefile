@@ -2,15 +2,18 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+EXTRAS := tf,jax,dev,serving,openvino,peers
+comma := ,
+# Named for the extras, so that a change to them (and not any other edit here) installs again.
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: run test test-long docs clean
 
-$(STAMP): setup.py constraints.txt Makefile
+$(STAMP): setup.py constraints.txt
 	@echo "Setting up $(VENV): TensorFlow, JAX and the pinned packages of constraints.txt (first time only; a few minutes)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --progress-bar on -c constraints.txt -e ".[tf,jax,dev,serving,openvino,peers]"
+	$(PY) -m pip install --progress-bar on -c constraints.txt -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 run: $(STAMP)

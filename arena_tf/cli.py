@@ -20,6 +20,7 @@ Ctrl-C while TensorFlow imports the same one line (`quiet_interrupts`).
 """
 
 import argparse
+import importlib.util
 import os
 import pathlib
 import select
@@ -174,18 +175,29 @@ def quiet_interrupts():
 
 
 KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
+RUNS_ON = {"tensorflow": "tf", "jax": "jax"}  # the backends arena_tf runs on: their setup.py extras
 
 
 def check_keras_backend(environ=os.environ):
-    """Exit with one line (status 2) when KERAS_BACKEND names no backend Keras has: Keras' own
-    import would fail with a traceback before any command could report it. Call before Keras is
-    imported (arena_tf/__init__.py does)."""
+    """Exit with one line (status 2) when KERAS_BACKEND names a backend arena_tf does not run on,
+    or one whose package is not installed: Keras' own import would fail with a traceback (or warn)
+    before any command could report it. Call before Keras is imported (arena_tf/__init__.py does)."""
     name = environ.get("KERAS_BACKEND")
-    if name is None or name in KERAS_BACKENDS:
+    if name is None:
         return
-    report(error_line(f"KERAS_BACKEND={name!r} is not a Keras backend",
-                      f"one of {', '.join(KERAS_BACKENDS)} (this project trains on tensorflow "
-                      "and jax)", "set KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax, or unset it"))
+    expected = "tensorflow or jax, the backends arena_tf runs on"
+    fix = "set KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax, or unset it"
+    if name not in RUNS_ON:
+        kind = "a Keras backend arena_tf does not run on" if name in KERAS_BACKENDS else (
+            "not a Keras backend")
+        line = error_line(f"KERAS_BACKEND={name!r} is {kind}", expected, fix)
+    elif importlib.util.find_spec(name) is None:
+        line = error_line(f"KERAS_BACKEND={name} but {name} is not installed",
+                          f"{name} installed, or another backend arena_tf runs on",
+                          f"install it: pip install -c constraints.txt -e \".[{RUNS_ON[name]}]\"")
+    else:
+        return
+    report(line)
     raise SystemExit(EXIT_USAGE)
 
 
@@ -222,13 +234,20 @@ def kebab(name):
     return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
 
 
-def output_file(path, flag="--out", example="out.jsonl"):
-    """`path` as a file a command may write: UsageError when it names a directory or its folder
-    cannot be made or written (`output_dir`), found before anything is written."""
+def output_file(path, flag="--out", example="out.jsonl", inputs=()):
+    """`path` as a file a command may write: UsageError when it names a directory, one of the
+    files the command reads (`inputs`), or its folder cannot be made or written (`output_dir`),
+    found before anything is written."""
     path = pathlib.Path(path)
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory", "the path of a file to write",
                          f"name a file, e.g. {flag} {path / example}")
+    read = next((p for p in map(pathlib.Path, inputs) if p.exists() and path.exists()
+                 and os.path.samefile(p, path)), None)
+    if read is not None:
+        raise UsageError(f"{flag} {path} is {read}, which this command reads",
+                         "an output apart from the inputs",
+                         f"name another file, e.g. {flag} {path.parent / example}")
     output_dir(path.parent, flag, make=False)
     return path
 

@@ -134,6 +134,7 @@ def write_rows(task, args):
                              "pass --split with one of them")
     if args.out is not None:
         cli.output_file(args.out)
+        refuse_overwriting_data(Path(args.out), sources.data_root(task.name, args.data_dir))
     rows = itertools.islice(task.rows(args.split), args.limit)
     with Progress(f"{task.name}: writing {args.split} rows", args.limit, "rows") as progress:
         if args.out is None:
@@ -143,6 +144,15 @@ def write_rows(task, args):
                 count = write_lines(rows, out, progress)
     print(f"{task.name}: {count} {args.split} rows written to {args.out or 'stdout'}",
           file=sys.stderr)
+
+
+def refuse_overwriting_data(out, root):
+    """UsageError when `out` is a file already in the data directory `root` (a split's own file,
+    say), which writing the rows would replace."""
+    if out.exists() and out.resolve().is_relative_to(Path(root).resolve()):
+        raise cli.UsageError(f"--out {out} is a file of the data directory {root}, which this "
+                             "command reads", "an output apart from the data",
+                             f"name a file outside {root}, e.g. --out {out.stem}.jsonl")
 
 
 def write_lines(rows, out, progress):

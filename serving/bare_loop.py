@@ -74,7 +74,7 @@ def run(args):
                              "a run directory written by python -m arena_tf.train",
                              "check the path")
     rows = read_rows(args.rows)
-    out = cli.output_file(args.out, "--out", example="bare.json")
+    out = cli.output_file(args.out, "--out", example="bare.json", inputs=[args.rows])
     write_json(out, measure(args.run_dir, args.runtime, args.precision, args.device, rows))
 
 

@@ -434,6 +434,11 @@ CASES = {
         "of GB, more than the machine has",
         lambda tmp: train(tmp, "--set", "train.batch_size=65000"),
         "GB of memory at its peak"),
+    "train-keras-backend-torch": Case(
+        "`KERAS_BACKEND=torch python -m arena_tf.train ...`, a Keras backend arena_tf does not run "
+        "on (was: a traceback ending in `No module named 'torch'`)",
+        lambda tmp: train(tmp), "KERAS_BACKEND='torch' is a Keras backend arena_tf does not run on",
+        env={"KERAS_BACKEND": "torch"}),
     "train-misspelt-keras-backend": Case(
         "`KERAS_BACKEND=tensorfow python -m arena_tf.train ...` (caught before Keras is imported)",
         lambda tmp: train(tmp), "KERAS_BACKEND='tensorfow' is not a Keras backend",
@@ -499,6 +504,13 @@ CASES = {
             f"--data-dir={write_listops(tmp / 'listops', GOOD_LISTOPS * 3)}",
             "--out", str(tmp / "existing")],
         "is a directory; expected the path of a file to write"),
+    "data-rows-out-a-split-file": Case(
+        "`python -m arena_tf.data rows --data-dir DIR --out DIR/basic_test.tsv` (was: the split's "
+        "file replaced by its own rows as JSON, exit 0)",
+        lambda tmp: ["arena_tf.data", "rows", "--task=listops",
+                     f"--data-dir={write_listops(tmp / 'listops', GOOD_LISTOPS * 3)}",
+                     "--out", str(tmp / "listops" / "basic_test.tsv")],
+        "basic_test.tsv is a file of the data directory"),
     "prepare-pathfinder-odd-size": Case(
         "one 33 x 32 PNG among 160 Pathfinder images (was: stopped training at step 1 with "
         "TensorFlow's reshape message)",
@@ -590,7 +602,9 @@ FAULTS = [
 
 
 def files_under(path):
-    return sorted(p.relative_to(path) for p in path.rglob("*"))
+    """{path under `path`: its bytes (None for a folder)}: what a refused command must leave as
+    it was."""
+    return {p.relative_to(path): p.read_bytes() if p.is_file() else None for p in path.rglob("*")}
 
 
 # One case of each command runs as a user starts it, `python -m` in a new process (what TensorFlow
@@ -618,7 +632,7 @@ def test_bad_input_is_one_line_with_its_exit_code_and_leaves_nothing(name, tmp_p
     result = run(["-m", *arguments], cwd=cwd, env=env, file_size_limit=case.file_size_limit)
     assert result.returncode == case.exit, result.stderr[-3000:]
     assert_one_error_line(result.stderr, case.words)
-    assert files_under(work) == before, "the command left files behind"
+    assert files_under(work) == before, "the command left files behind or changed its input"
     assert not any(cwd.iterdir()), "the command wrote into the working directory"
 
 

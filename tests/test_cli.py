@@ -34,3 +34,27 @@ def test_a_broken_pipe_that_is_not_stdout_is_an_internal_error(capsys):
     assert "internal error: BrokenPipeError" in capsys.readouterr().err
     with pytest.raises(BrokenPipeError):
         cli.run_main(body, debug=True)
+
+
+def test_a_backend_arena_tf_runs_on_but_not_installed_is_one_line(capsys, monkeypatch):
+    real = cli.importlib.util.find_spec
+    monkeypatch.setattr(cli.importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "jax" else real(name, *rest))
+    with pytest.raises(SystemExit) as ended:
+        cli.check_keras_backend({"KERAS_BACKEND": "jax"})
+    assert ended.value.code == cli.EXIT_USAGE
+    assert capsys.readouterr().err == (
+        "error: KERAS_BACKEND=jax but jax is not installed; expected jax installed, or another "
+        "backend arena_tf runs on; install it: pip install -c constraints.txt -e \".[jax]\"\n")
+    cli.check_keras_backend({"KERAS_BACKEND": "tensorflow"})  # installed here: no word
+
+
+def test_an_output_that_is_one_of_the_inputs_is_refused(tmp_path):
+    data = tmp_path / "basic_test.tsv"
+    data.write_text("keep")
+    (tmp_path / "link.tsv").symlink_to(data)
+    for same in (data, tmp_path / "link.tsv", tmp_path / "." / "basic_test.tsv"):
+        with pytest.raises(cli.UsageError, match="which this command reads"):
+            cli.output_file(same, inputs=[data])
+    assert cli.output_file(tmp_path / "rows.jsonl", inputs=[data]) == tmp_path / "rows.jsonl"
+    assert data.read_text() == "keep"

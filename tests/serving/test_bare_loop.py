@@ -91,3 +91,10 @@ def test_command_line_mistakes_are_one_line_and_exit_2(tiny_run, tmp_path, capsy
     assert bare_loop.main([str(tiny_run), "--rows", str(empty), *common]) == 2
     assert_one_error_line(capsys.readouterr().err, "holds no rows; expected one JSON row")
     assert not (tmp_path / "bare.json").exists()
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"input": "[MAX 1 2 ]", "target": "2"}\n')
+    same = ["--runtime", "onnxruntime", "--rows", str(rows), "--out", str(rows)]
+    assert bare_loop.main([str(tiny_run), *same]) == 2
+    assert_one_error_line(capsys.readouterr().err, "which this command reads; expected an output "
+                          "apart from the inputs")
+    assert rows.read_text() == '{"input": "[MAX 1 2 ]", "target": "2"}\n'  # the rows kept

@@ -59,7 +59,10 @@ def check_same_experiment(run_dir, config):
     ADJUSTABLE changes it allows. A directory without checkpoints is not checked."""
     run_dir = pathlib.Path(run_dir)
     saved_path = run_dir / "config.yaml"
-    if not checkpoint_steps(run_dir / "checkpoints") or not saved_path.is_file():
+    if not checkpoint_steps(run_dir / "checkpoints"):
+        refuse_a_trained_model(run_dir)
+        return {}
+    if not saved_path.is_file():
         return {}
     # Read through the config classes: a setting added since the file was saved is at its default.
     changed = differences(read_run_config(run_dir).to_dict(), config.to_dict())
@@ -74,6 +77,18 @@ def check_same_experiment(run_dir, config):
             "use a new --run-dir, or the saved settings to resume",
         )
     return changed
+
+
+def refuse_a_trained_model(run_dir):
+    """RunDirError for a directory holding a finished run's model.keras but no checkpoint (they
+    were deleted, or the directory was copied without them): a start there would replace the
+    model, and the exports made from it would no longer match."""
+    model = run_dir / "model.keras"
+    if model.is_file():
+        raise RunDirError(f"run directory {run_dir} holds a trained model ({model.name}) but no "
+                          "checkpoint to resume from", "a new --run-dir, or a run directory "
+                          "with its checkpoints", f"choose another --run-dir, or delete {model} "
+                          "to train afresh there")
 
 
 class RunLock(FileLock):

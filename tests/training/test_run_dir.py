@@ -1,5 +1,5 @@
 """The run directory: nothing is written before everything is checked, a directory without a
-checkpoint is not a run to protect, one trainer at a time holds it (a killed one never blocks), and
+checkpoint is not a run to protect (unless it holds a trained model), one trainer at a time holds it (a killed one never blocks), and
 an unreadable newest checkpoint gives way to the newest intact one."""
 
 import shutil
@@ -56,6 +56,18 @@ def test_a_run_dir_without_checkpoints_takes_another_configuration(capsys, listo
     assert saved["model"]["num_layers"] == 1
     assert not (tmp_path / "train" / "events.out.tfevents.1.earlier").exists()
     assert len(list((tmp_path / "train").glob("events.out.tfevents.*"))) == 1
+
+
+def test_a_trained_model_without_its_checkpoints_is_not_replaced(capsys, listops_dir, tmp_path):
+    """A finished run whose checkpoints were deleted (or not copied) still holds the model its
+    exports came from: a start there is refused, the directory left as it was."""
+    (tmp_path / "model.keras").write_bytes(b"a trained model")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"model": {"num_layers": 5}}))
+    before = snapshot(tmp_path)
+    assert train.main(cli_args(listops_dir, tmp_path, [*TINY, *loop(1)])) == 2
+    assert_one_error_line(capsys.readouterr().err, f"run directory {tmp_path} holds a trained "
+                          "model (model.keras) but no checkpoint to resume from")
+    assert snapshot(tmp_path) == before
 
 
 HOLD_LOCK = """

@@ -21,6 +21,7 @@ Ctrl-C while TensorFlow imports the same one line (`quiet_interrupts`).
 
 import argparse
 import importlib.util
+import math
 import os
 import pathlib
 import select
@@ -357,7 +358,7 @@ class SubcommandParser(ArgumentParser):
 def whole_number(minimum):
     """argparse type: a whole number >= `minimum`, e.g. `type=cli.whole_number(0)`."""
     def parse(text):
-        if not str(text).strip().isdigit() or int(text) < minimum:
+        if not str(text).strip().isdecimal() or int(text) < minimum:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {minimum}")
         return int(text)
     return parse
@@ -366,11 +367,22 @@ def whole_number(minimum):
 positive_int = whole_number(1)  # argparse type: a count of at least 1
 
 
+def positive_number(text):
+    """A finite number above 0 (argparse's type): NaN and infinity are refused too."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number above 0")
+    return value
+
+
 class Items(argparse.Action):
     """A list flag, given comma- or space-separated (`--tasks a,b` or `--tasks a b`, also
     repeated): `type` converts each item and `choices` checks it, as for a single value.
 
-        parser.add_argument("--seeds", action=cli.Items, type=int, default=[0])
+        parser.add_argument("--seeds", action=cli.Items, type=cli.whole_number(0), default=[0])
     """
 
     def __init__(self, option_strings, dest, nargs="+", type=None, choices=None, **kwargs):

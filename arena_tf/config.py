@@ -239,8 +239,9 @@ def _yaml_problem(error):
     return " ".join(str(problem).split()), (mark.line + 1 if mark is not None else None)
 
 
-def read_yaml(path):
-    """A YAML mapping of sections; a clear error naming the file (and line) otherwise."""
+def read_yaml(path, keys=None):
+    """A YAML mapping of sections (or of `keys`, for another kind of file); a clear error naming
+    the file (and line) otherwise."""
     try:
         data = yaml.load(pathlib.Path(path).read_text(encoding="utf-8"),
                          Loader=_UniqueKeyLoader) or {}
@@ -256,11 +257,14 @@ def read_yaml(path):
                               "each key once in a mapping",
                               f"keep one {error.keys[0]}: line in {path}") from None
         raise ConfigError(f"{path}: not valid YAML{where} ({problem})",
-                          "a YAML mapping of sections",
+                          "a YAML mapping" + (" of sections" if keys is None else ""),
                           f"correct the YAML of {path}{where}") from None
     except OSError as error:
         raise ConfigError(f"cannot read {path} ({error.strerror or error})", "a readable YAML file",
                           "check the path and its permissions") from None
+    if not isinstance(data, dict) and keys is not None:
+        raise ConfigError(f"{path}: holds a {type(data).__name__}, not a mapping",
+                          f"a mapping of {', '.join(keys)}", f"write {path} as `key: value` lines")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: holds a {type(data).__name__}, not a mapping",
                           f"a mapping of sections {', '.join(SECTIONS)}",

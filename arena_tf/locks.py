@@ -32,7 +32,7 @@ class FileLock:
             text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
         except OSError:
             return None
-        return int(text) if text.isdigit() else None
+        return int(text) if text.isdecimal() else None
 
     def _lock(self, fd):
         """True when locked (or locks are unsupported); raise `busy` or wait otherwise."""

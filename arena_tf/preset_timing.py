@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from arena_tf import cli, files
+from arena_tf import cli, config, files
 from arena_tf.host import cpu_model
 from arena_tf.markdown import table
 from arena_tf.training.verdict import verdict
@@ -153,15 +153,32 @@ def markdown_table(results):
     return table(header, rows)
 
 
+MARKER = ".preset_timing"  # in an --out this command made: its run and data folders are its own
+
+
+def claim_out(out):
+    """--out, made and marked as this command's: measure_one deletes the run and data folders it
+    reuses, so a folder holding other files and no marker (`--out .`) is refused."""
+    out = cli.output_dir(out, "--out", make=False)
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise cli.UsageError(f"--out {out} holds files preset_timing did not write",
+                             "a new or empty folder, or the --out of an earlier measure (its "
+                             "run and data folders are replaced)", "pass another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).touch()
+    return out
+
+
 def measure(args):
     tasks = args.tasks
     unknown = sorted(set(tasks) - set(TASKS))
     if unknown:
         raise cli.UsageError(f"unknown task {unknown[0]!r} in --tasks", f"some of {', '.join(TASKS)}",
                              "fix the --tasks list")
+    config.named_file(config.CONFIGS_DIR, "models", args.model, "--model")
     results_path = cli.output_file(args.results, "--results", example="presets.json")
-    old = files.read_json(results_path) or {}  # a bad results file refused before --out is made
-    out = cli.output_dir(args.out, "--out")
+    old = read_results(results_path) or {}  # a bad results file refused before --out is made
+    out = claim_out(args.out)
     rows = []
     for task in tasks:
         print(f"presets: {task} with {args.model}, tiny preset, beside {args.busy} busy "
@@ -174,8 +191,24 @@ def measure(args):
     print(f"presets: wrote {results_path}; `make docs` shows it in the training guide")
 
 
+ROW_KEYS = ("task", "model", "busy", "status", "seconds", "date", "load_before")
+
+
+def read_results(path):
+    """The results file at `path` ({"rows": [...]}, each row with ROW_KEYS), None where it is
+    missing; UsageError for any other JSON, before anything is measured or written."""
+    results = files.read_json(path)
+    rows = results.get("rows") if isinstance(results, dict) else None
+    if results is not None and not (isinstance(rows, list) and all(
+            isinstance(row, dict) and set(ROW_KEYS) <= row.keys() for row in rows)):
+        raise cli.UsageError(f"{path} is not a results file of preset_timing",
+                             f'{{"rows": [...]}}, each row holding {", ".join(ROW_KEYS)}',
+                             "pass the --results that `preset_timing measure` wrote")
+    return results
+
+
 def show_table(args):
-    results = files.read_json(args.results)
+    results = read_results(args.results)
     if results is None:
         raise cli.UsageError(f"--results {args.results} does not exist", "a results file that "
                              "`preset_timing measure` wrote", "run measure first, or pass its "
@@ -191,9 +224,11 @@ def parse_args(argv):
     run.add_argument("--tasks", action=cli.Items, default=["listops", "pathfinder", "pathx"],
                      metavar="TASK", help=f"tasks among {', '.join(TASKS)}")
     run.add_argument("--model", default="linformer", help="the attention mechanism (as make run)")
-    run.add_argument("--busy", type=int, default=0, help="CPU-bound processes running beside")
+    run.add_argument("--busy", type=cli.whole_number(0), default=0,
+                     help="CPU-bound processes running beside")
     run.add_argument("--out", default="runs/presets", help="run and data directories")
-    run.add_argument("--timeout", type=float, default=1800.0, help="seconds before a run is stopped")
+    run.add_argument("--timeout", type=cli.positive_number, default=1800.0,
+                     help="seconds before a run is stopped")
     run.add_argument("--results", default=str(RESULTS))
     run.add_argument("--mock-data", action="store_true",
                      help="time text, image and retrieval on random stand-ins of their data")

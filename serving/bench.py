@@ -119,7 +119,7 @@ def counts(items):
     for item in items:
         name, _, value = item.partition("=")
         known = scenarios.available()
-        if name not in known or not value.isdigit() or int(value) < 1:
+        if name not in known or not value.isdecimal() or int(value) < 1:
             raise BenchError(f"--count {item!r} is invalid",
                              f"SCENARIO=N with N >= 1 and SCENARIO one of {', '.join(known)}",
                              "fix --count")
@@ -374,6 +374,8 @@ def load_pool(target, args, cache):
     if key not in cache:
         try:
             cache[key] = (instances.load(target.task, config, args.data_dir), "")
+        except cli.UsageError:  # no data where the user said: refused (`run` loads before --out)
+            raise
         except Exception as error:  # recorded in every row of this model
             cache[key] = (None, f"cannot read the rows: {type(error).__name__}: {one_line(error)}")
     return cache[key]
@@ -648,22 +650,27 @@ def run(args):
     targets = all_targets(args)
     if all(t.unsupported for t in targets):
         raise nothing_to_run(targets)
+    pools = {}
+    for target in targets:  # the data read before --out is made: a mistake there writes nothing
+        if not target.unsupported:
+            load_pool(target, args, pools)
     out = out_dir(args, targets)
     with results_dir.claim(out, args.existing) as kept:  # one bench per --out (locked)
         report.check_numbers(kept, out / results_dir.RESULTS,  # before measuring, not after
                              "fix or delete that row, or pass --overwrite")
-        return bench_into(args, chosen, options, targets, out, list(kept))
+        return bench_into(args, chosen, options, targets, out, list(kept), pools)
 
 
-def bench_into(args, chosen, options, targets, out, kept):
-    """Every row of every target into `out`, after the `kept` rows of an earlier run."""
+def bench_into(args, chosen, options, targets, out, kept, pools):
+    """Every row of every target into `out`, after the `kept` rows of an earlier run (`pools`:
+    load_pool's cache)."""
     (out / "logs").mkdir(parents=True, exist_ok=True)
     work_dir = (out / "work").resolve()  # serving.submission's --offline-dir: offline files only
     work_dir.mkdir(exist_ok=True)
     settings = Settings(device=args.device, timeout=args.timeout,
                         startup_timeout=args.startup_timeout, work_dir=work_dir,
                         progress=not args.quiet, bare_loop=args.bare_loop)
-    pools, rows = {}, []
+    rows = []
     try:
         for target in targets:
             run_target(target, chosen, pools, args, options, settings, out, rows,

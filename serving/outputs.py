@@ -47,4 +47,4 @@ def check(values, labels):
 
 def label_order(label):
     """Numeric labels in numeric order, others after them alphabetically."""
-    return (0, int(label), "") if label.isdigit() else (1, 0, label)
+    return (0, int(label), "") if label.isdecimal() else (1, 0, label)

@@ -313,6 +313,9 @@ def read_rows(out_dir):
     path = pathlib.Path(out_dir) / results_dir.RESULTS
     fix = f"fix or delete that line of {results_dir.RESULTS}"
     rows = results_dir.read_rows(path, fix=fix)
+    if not rows:  # a report of nothing would replace the one there
+        raise cli.UsageError(f"{path} holds no rows", "one JSON row a line, as serving.bench "
+                             "writes", "pass the --out directory of a bench run that measured")
     check_numbers(rows, path, fix)
     return rows
 

@@ -160,8 +160,9 @@ def bench_results(out, **row):
 
 def bench_out_with_results(tmp, *flags, **row):
     out = bench_results(tmp / "out", **row)
-    return ["serving.bench", "--command", "python -c pass", "--task", "listops", "--out", str(out),
-            *flags]
+    data = write_listops(tmp / "listops", GOOD_LISTOPS * 3)
+    return ["serving.bench", "--command", "python -c pass", "--task", "listops",
+            f"--data-dir={data}", "--out", str(out), *flags]
 
 
 def merge_key_only_row(tmp):
@@ -189,6 +190,13 @@ def unfinished_run(tmp):
 
 def text_throughput_results(tmp):
     return ["serving.report", str(bench_results(tmp / "bench", throughput="fast"))]
+
+
+def empty_results(tmp):
+    out = bench_results(tmp / "bench")
+    (out / "results.jsonl").write_text("")
+    (out / "results.md").write_text("| the report of an earlier run |\n")  # to be kept
+    return ["serving.report", str(out)]
 
 
 def empty_config_run(tmp):
@@ -302,6 +310,29 @@ CASES = {
         lambda tmp: (tmp / "presets.json").write_text('{"rows": [') and [
             "arena_tf.preset_timing", "table", "--results", str(tmp / "presets.json")],
         "presets.json cannot be read as JSON"),
+    "preset-timing-table-wrong-json": Case(
+        "`preset_timing table --results` of another command's JSON (was: an internal error, "
+        "KeyError: 'rows')",
+        lambda tmp: (tmp / "metrics.json").write_text('{"test_accuracy": 0.5}') and [
+            "arena_tf.preset_timing", "table", "--results", str(tmp / "metrics.json")],
+        "metrics.json is not a results file of preset_timing"),
+    "preset-timing-unknown-model": Case(
+        "`preset_timing measure --model nope` (was: a 'not measured' row written, exit 0)",
+        lambda tmp: ["arena_tf.preset_timing", "measure", "--tasks", "listops", "--model",
+                     "nope", "--out", str(tmp / "out"), "--results", str(tmp / "presets.json")],
+        "unknown model 'nope'; expected one of bigbird"),
+    "preset-timing-out-holding-data": Case(
+        "`preset_timing measure --out DIR` where DIR holds a data folder of its own (was: "
+        "DIR/data/listops deleted)",
+        lambda tmp: write_listops(tmp / "data" / "listops", GOOD_LISTOPS) and [
+            "arena_tf.preset_timing", "measure", "--tasks", "listops", "--out", str(tmp),
+            "--results", str(tmp / "presets.json")],
+        "holds files preset_timing did not write; expected a new or empty folder"),
+    "benchmark-train-negative-steps": Case(
+        "`benchmark train --steps -5` (was: a failed row written, exit 0)",
+        lambda tmp: ["arena_tf.benchmark", "train", "--mechanisms", "linear", "--lengths", "64",
+                     "--steps", "-5", "--output", str(tmp / "train.json")],
+        "argument --steps: '-5' is not a whole number >= 1"),
     "serving-report-without-results": Case(
         "`serving.report DIR` of a directory without results.jsonl",
         lambda tmp: (tmp / "bench").mkdir() or ["serving.report", str(tmp / "bench")],
@@ -309,6 +340,11 @@ CASES = {
     "serving-report-text-where-a-number-goes": Case(
         "`serving.report DIR` whose results.jsonl holds `\"throughput\": \"fast\"` (was: an "
         "internal error)", text_throughput_results, "holds throughput 'fast'; expected a number"),
+    "serving-report-empty-results": Case(
+        "`serving.report DIR` whose results.jsonl is empty (was: its results.md and results.csv "
+        "replaced by empty ones, exit 0)",
+        empty_results,
+        "results.jsonl holds no rows; expected one JSON row a line"),
     "benchmark-report-without-results": Case(
         "no benchmark results to report",
         lambda tmp: ["arena_tf.benchmark", "report", "--layers", str(tmp / "a.json"), "--train",
@@ -580,6 +616,14 @@ FAULTS = [
     Fault("two `serving.bench` runs given the same --out", "the second is refused naming the "
           "first's pid, exit 2 (was: the first's rows lost)",
           "tests/test_bad_input_boundary.py::test_a_second_bench_on_the_same_out_is_refused_naming_the_holder"),
+    Fault("training into a run directory holding a trained model.keras but no checkpoint",
+          "refused, the directory left as it was (was: the model replaced, its exports left "
+          "beside the new one, exit 0)", "tests/training/test_run_dir.py::"
+          "test_a_trained_model_without_its_checkpoints_is_not_replaced"),
+    Fault("`serving.bench --data-dir DIR` where DIR holds no data of the task", "refused in one "
+          "line before --out is made (was: exit 1 and a results directory that blocked the "
+          "corrected rerun)", "tests/serving/test_bench.py::"
+          "test_a_data_dir_without_the_split_is_refused_before_anything_is_written"),
     Fault("`serving.bench --append` / `--overwrite` on a --out holding results",
           "the earlier rows kept / replaced; without either, refused",
           "tests/test_bad_input_boundary.py::test_the_bench_keeps_or_replaces_earlier_rows_only_when_told"),

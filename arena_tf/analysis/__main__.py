@@ -44,7 +44,7 @@ def parse_args(argv):
                                "difficulty")
     attention = commands.add_parser("attention", help="attention maps and rollout of one example")
     attention.add_argument("run_dir", metavar="RUN_DIR", help="run directory of training")
-    attention.add_argument("--example", type=int, default=0,
+    attention.add_argument("--example", type=cli.whole_number(0), default=0,
                            help="index of the validation example (default 0)")
     return parser.parse_args(argv)
 

@@ -1,8 +1,6 @@
 """Command line: `python -m arena_tf.benchmark
 layers|pairs|train|xla|precision|gpu|report|profile [options]` (--help)."""
 
-import argparse
-import math
 import pathlib
 import sys
 
@@ -22,14 +20,14 @@ def common_options(parser, lengths, output):
                         choices=attention_layers.available(), metavar="NAME",
                         help="mechanisms to measure (default: all)")
     parser.add_argument("--lengths", action=cli.Items, type=cli.positive_int, default=list(lengths))
-    parser.add_argument("--memory-cap-gb", type=positive_number, default=16.0,
+    parser.add_argument("--memory-cap-gb", type=cli.positive_number, default=16.0,
                         help="skip a configuration whose estimated memory exceeds this")
     run_options(parser, output)
 
 
 def run_options(parser, output):
     """--timeout, --output and --in-process of a sweep of child processes."""
-    parser.add_argument("--timeout", type=positive_number, default=1800.0,
+    parser.add_argument("--timeout", type=cli.positive_number, default=1800.0,
                         help="seconds one configuration may take before it is given up")
     output_option(parser, output)
     parser.add_argument("--in-process", action="store_true",
@@ -71,25 +69,15 @@ def layer_parser(commands):
     parser.add_argument("--batch", type=cli.positive_int, default=1)
     parser.add_argument("--heads", type=cli.positive_int, default=4)
     parser.add_argument("--head-dim", type=cli.positive_int, default=64)
-    parser.add_argument("--warmup", type=int, default=1, help="untimed calls after the trace")
+    parser.add_argument("--warmup", type=cli.whole_number(0), default=1,
+                        help="untimed calls after the trace")
     parser.add_argument("--repeats", type=cli.positive_int, default=5, help="timed calls (at most)")
-    parser.add_argument("--max-seconds", type=positive_number, default=20.0,
+    parser.add_argument("--max-seconds", type=cli.positive_number, default=20.0,
                         help="stop repeating (after 3 calls) once timed calls took this long")
     matmul_option(parser)
     parser.add_argument("--agreement-length", type=cli.positive_int, default=512)
     parser.add_argument("--no-profile", action="store_true", help="skip the profiler FLOP count")
     parser.set_defaults(run=layer_sweep.run)
-
-
-def positive_number(text):
-    """A finite number above 0 (argparse's type): NaN and infinity are refused too."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text} is not a finite number above 0")
-    return value
 
 
 def pair_parser(commands):
@@ -118,9 +106,10 @@ def train_parser(commands):
     common_options(parser, lra_table2.DEFAULT_LENGTHS, RESULTS / "train.json")
     parser.add_argument("--batch", type=cli.positive_int, default=2,
                         help="LRA used 32 (halved if over the cap)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed steps (the first compiles)")
-    parser.add_argument("--steps", type=int, default=3, help="timed steps (at most)")
-    parser.add_argument("--max-seconds", type=positive_number, default=30.0,
+    parser.add_argument("--warmup", type=cli.whole_number(0), default=1,
+                        help="untimed steps (the first compiles)")
+    parser.add_argument("--steps", type=cli.positive_int, default=3, help="timed steps (at most)")
+    parser.add_argument("--max-seconds", type=cli.positive_number, default=30.0,
                         help="stop stepping (after 2 steps) once timed steps took this long")
     parser.add_argument("--xla", choices=list(SWITCH_MODES), default="both")
     parser.add_argument("--remat", choices=list(SWITCH_MODES), default="off",
@@ -136,8 +125,8 @@ def xla_parser(commands):
                         choices=attention_layers.available(), metavar="NAME")
     parser.add_argument("--length", type=cli.positive_int, default=4096)
     parser.add_argument("--batch", type=cli.positive_int, default=2)
-    parser.add_argument("--steps", type=int, default=2, help="timed training steps")
-    parser.add_argument("--timeout", type=positive_number, default=1800.0)
+    parser.add_argument("--steps", type=cli.positive_int, default=2, help="timed training steps")
+    parser.add_argument("--timeout", type=cli.positive_number, default=1800.0)
     output_option(parser, RESULTS / "xla.json")
     parser.set_defaults(run=xla.run)
 
@@ -174,7 +163,7 @@ def gpu_parser(commands):
     parser.add_argument("--dry-run", action="store_true",
                         help="tiny sizes, any device (the CPU too): checks the whole path in "
                              "seconds; its tables say so")
-    parser.add_argument("--memory-cap-gb", type=positive_number, default=None,
+    parser.add_argument("--memory-cap-gb", type=cli.positive_number, default=None,
                         help="skip a row whose estimated memory exceeds this (default: 90%% of "
                              "the GPU's memory)")
     output_option(parser, RESULTS / "gpu.json")

@@ -86,7 +86,7 @@ def physical_peak(fields):
 def count(fields, key):
     """The whole number of an lscpu field; 0 when it is missing or not a number ("-")."""
     value = fields.get(key, "")
-    return int(value) if value.isdigit() else 0
+    return int(value) if value.isdecimal() else 0
 
 
 def lscpu_peak():

@@ -308,7 +308,7 @@ def main(argv=None):
     parser = cli.ArgumentParser(prog="python -m arena_tf.generators.listops",
                                 description="Generate and time the LRA-size ListOps set.")
     parser.add_argument("--out-dir", required=True, help="where the TSV files go")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=cli.whole_number(0), default=0)
     parser.add_argument("--processes", type=cli.positive_int, default=None,
                         help="default: all CPUs")
     args = parser.parse_args(argv)

@@ -616,7 +616,7 @@ def parse_args(argv=None):
     parser.add_argument("--num-examples", type=cli.positive_int, default=200_000)
     parser.add_argument("--processes", type=cli.positive_int, default=None,
                         help="default: all CPUs")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=cli.whole_number(0), default=0)
     return parser.parse_args(argv)
 
 

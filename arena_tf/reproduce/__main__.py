@@ -24,7 +24,7 @@ def parse_args(argv):
                                                  "from; with pack: the suites (default: all)")
     parser.add_argument("--mechanisms", action=cli.Items, metavar="NAME",
                         help="a subset of the suite's mechanisms")
-    parser.add_argument("--seeds", action=cli.Items, type=int, metavar="SEED",
+    parser.add_argument("--seeds", action=cli.Items, type=cli.whole_number(0), metavar="SEED",
                         help="seeds (default: the suite's)")
     parser.add_argument("--tasks", action=cli.Items, metavar="TASK",
                         help="a subset of the suite's tasks")
@@ -33,7 +33,7 @@ def parse_args(argv):
     parser.add_argument("--rerun", action="store_true",
                         help="re-run recorded rows with their own commands (runs/rerun/) and add "
                              "each result to its row's reruns")
-    parser.add_argument("--time-limit", type=int, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=cli.positive_int, metavar="SECONDS",
                         help="stop at a checkpoint after this many seconds (e.g. a lent "
                              "machine's ten-minute command); --resume goes on")
     return parser.parse_args(argv)

@@ -10,9 +10,8 @@ import dataclasses
 import pathlib
 import shlex
 
-import yaml
-
 from arena_tf import cli
+from arena_tf.config import read_yaml
 from arena_tf.reproduce import paused_runs
 from arena_tf.training.run_dir import checkpoint_steps
 
@@ -138,13 +137,13 @@ def suite_paths(suites_dir=SUITES):
 def load_suite(name, suites_dir=SUITES):
     known = suite_paths(suites_dir)
     path = known.get(name, pathlib.Path(suites_dir) / f"{name}.yaml")
-    if not path.is_file():
+    if name not in known or not path.is_file():  # a name, not a path (../suites/cpu-listops)
         front = sorted(p.stem for p in pathlib.Path(suites_dir).glob("*.yaml"))
         raise cli.UsageError(f"unknown suite {name!r}",
                              f"one of {', '.join(front)} (or an archived one), report, merge or "
-                             "pack", f"pick a suite, or add {path}")
-    raw = yaml.safe_load(path.read_text()) or {}
+                             "pack", f"pick a suite, or add {pathlib.Path(suites_dir)}/NAME.yaml")
     fields = {field.name for field in dataclasses.fields(Suite)} - {"name"}
+    raw = read_yaml(path, sorted(fields))
     unknown = sorted(set(raw) - fields)
     if unknown:
         raise cli.UsageError(f"{path}: unknown key {unknown[0]!r}", f"keys among {sorted(fields)}",

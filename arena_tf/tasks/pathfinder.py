@@ -165,7 +165,7 @@ def split_bounds(count, split):
 
 
 def _metadata_number(path):
-    if not path.stem.isdigit():
+    if not path.stem.isdecimal():
         raise BadDataError(f"{path}: a metadata file not named by a number",
                            "metadata/<number>.npy files only", "move or rename this file")
     return int(path.stem)

@@ -49,7 +49,7 @@ def checkpoint_steps(checkpoint_dir, backend=None):
         suffix = CHECKPOINT_FORMATS[name]
         for path in pathlib.Path(checkpoint_dir).glob(f"ckpt-*{suffix}"):
             number = path.name[len("ckpt-"):-len(suffix)]
-            if number.isdigit():
+            if number.isdecimal():
                 found.add(int(number))
     return sorted(found, reverse=True)
 

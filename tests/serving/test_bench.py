@@ -293,13 +293,15 @@ def test_nonsense_outputs_of_the_right_count_make_invalid_rows(listops_300, tmp_
     assert "| invalid |" in (tmp_path / "results.md").read_text()
 
 
-def test_a_split_that_cannot_be_read_fails_every_row_and_generates_nothing(tmp_path):
+def test_a_data_dir_without_the_split_is_refused_before_anything_is_written(tmp_path, capsys):
+    """A user's mistake, one line and exit 2; no --out left to block the corrected rerun."""
     status, rows = run_bench("--command", reference_command(), "--task=listops",
                              f"--data-dir={tmp_path / 'none'}", "--scenario", "fixed_batch",
                              "--out", tmp_path / "out", "--quiet")
-    assert status == 1 and rows[0]["status"] == "failed"
-    assert "cannot read the rows: DataNotFoundError: listops: no data in" in rows[0]["note"]
+    assert status == 2 and rows == []
+    assert_one_error_line(capsys.readouterr().err, "listops: no data in")
     assert not (tmp_path / "none").exists()  # the ListOps generator did not run
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("args, message", [
@@ -309,6 +311,7 @@ def test_a_split_that_cannot_be_read_fails_every_row_and_generates_nothing(tmp_p
     (["{run}", "--precision", "int8"], "--precision 'int8': unknown int8; expected .*fp32"),
     (["{run}", "--scenario", "fixed_batch,burst"], "unknown burst"),
     (["{run}", "--count", "single_stream=0"], "--count 'single_stream=0' is invalid"),
+    (["{run}", "--count", "offline=²"], "--count 'offline=²' is invalid"),  # a digit int() refuses
     (["{run}", "--batch-size", "0"], "--batch-size=0 is not positive; expected a positive number"),
     (["{run}", "--timeout", "-1"], "--timeout=-1 is not positive"),
     (["{run}", "--device", "gpu"], "--device gpu, but no NVIDIA GPU is visible"),

@@ -116,6 +116,15 @@ def test_unknown_suite_and_mechanism_are_one_line(setting, capfd):
     (suites / "taskless.yaml").write_text("mechanisms: [full]\n")
     with pytest.raises(cli.UsageError, match="taskless.yaml: no 'task'; expected a suite names its"):
         load_suite("taskless", suites)
+    (suites / "cut.yaml").write_text("task: listops\nmechanisms: [full, linear\n")
+    with pytest.raises(cli.UsageError, match="cut.yaml: not valid YAML at line 3"):
+        load_suite("cut", suites)
+    (suites / "five.yaml").write_text("5\n")
+    with pytest.raises(cli.UsageError, match="five.yaml: holds a int, not a mapping; expected a "
+                       "mapping of data_dir, mechanisms"):
+        load_suite("five", suites)
+    with pytest.raises(cli.UsageError, match="unknown suite '../suites/five'"):  # a path
+        load_suite("../suites/five", suites)
 
 
 def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path):

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import arena_tf.tasks as tasks
 from arena_tf import cli
+from arena_tf.benchmark import memory
 from arena_tf.config import ConfigError, deep_merge, parse_override
 from arena_tf.files import atomic_writer
 from arena_tf.progress import Progress
@@ -110,8 +111,24 @@ def make_task(tasks, args):
                           f"arena_tf/tasks/{args.task}.py)", "correct or drop that --set") from None
 
 
+BATCHES_HELD = 4  # the batch being timed, the one being built and tf.data's prefetched ones
+
+
+def check_batch_fits(task, batch_size, available=None):
+    """UsageError when `batch_size` batches of int32 token ids (BATCHES_HELD of them at once)
+    would not fit in the memory available: refused in one line, not killed by the kernel."""
+    needed = BATCHES_HELD * batch_size * task.max_len * task.num_inputs * 4 / 1e9
+    available = memory.available_gb() if available is None else available
+    if needed > available:
+        raise cli.UsageError(
+            f"--batch-size {batch_size} needs about {needed:.1f} GB for {BATCHES_HELD} batches of "
+            f"{task.max_len}-token inputs, but this machine has {available:.1f} GB available",
+            "batches that fit in the memory available", "lower --batch-size")
+
+
 def bench(task, args):
     """Print the training pipeline's examples/s over `args.batches` batches."""
+    check_batch_fits(task, args.batch_size)
     batches = iter(task.dataset("train", args.batch_size, repeat=True))
     with Progress(f"{task.name}: warming up the pipeline", 5, "batches") as progress:
         for _ in range(5):

@@ -20,13 +20,17 @@ from arena_tf.files import write_json
 from serving import clock as clocks
 from serving import runtimes
 from serving.metrics import latency_summary
-from serving.submission import Submission
+from serving.submission import Submission, run_task
 
 
-def time_predictions(task, runtime, rows, clock=clocks.SYSTEM):
-    """Seconds (on `clock`) of each `predict` call on one row at a time, after one untimed
-    call; RowError before any timing for a row that is not the task's."""
-    arrays = [task.rows_to_arrays([row]) for row in rows]
+def arrays_of(task, rows):
+    """Each row as the task's model inputs of one row; RowError for a row that is not the task's."""
+    return [task.rows_to_arrays([row]) for row in rows]
+
+
+def time_predictions(runtime, arrays, clock=clocks.SYSTEM):
+    """Seconds (on `clock`) of each `predict` call on one row's `arrays` at a time, after one
+    untimed call."""
     runtime.predict(arrays[0])
     seconds = []
     for inputs in arrays:
@@ -37,9 +41,11 @@ def time_predictions(task, runtime, rows, clock=clocks.SYSTEM):
 
 
 def measure(run_dir, runtime_name, precision, device, rows):
-    """{"bare_loop_latency_{mean,p50,p90,p99,max}_ms", "bare_loop_count"} of a run's artifact."""
+    """{"bare_loop_latency_{mean,p50,p90,p99,max}_ms", "bare_loop_count"} of a run's artifact; the
+    rows are checked before the artifact is loaded (a bad one refused in one line)."""
+    arrays = arrays_of(run_task(run_dir), rows)
     submission = Submission.load(run_dir, runtime_name, precision, device)
-    seconds = time_predictions(submission.task, submission.runtime, rows)
+    seconds = time_predictions(submission.runtime, arrays)
     return {**latency_summary(seconds, "bare_loop_latency"), "bare_loop_count": len(seconds)}
 
 

@@ -65,6 +65,12 @@ def side(event, **fields):
     sys.stderr.flush()
 
 
+def run_task(run_dir):
+    """The task a run trained on, from its config.yaml (no TensorFlow or Keras imported)."""
+    config = read_run_config(run_dir)
+    return tasks.from_config(config.task, seed=config.train.seed)
+
+
 class Submission:
     """A loaded model and its task: `predict(rows)` -> label strings, each model call reported."""
 
@@ -77,8 +83,7 @@ class Submission:
         """The run's task (from config.yaml) and its artifact for `runtime` and `precision`, loaded
         on `device`; runtimes.Unsupported when it cannot run so, ValueError when the artifact's
         input length is not the task's."""
-        config = read_run_config(run_dir)  # no TensorFlow or Keras unless the runtime needs it
-        task = tasks.from_config(config.task, seed=config.train.seed)
+        task = run_task(run_dir)
         path = runtimes.artifact_path(run_dir, runtime, precision, device)
         metadata = artifacts.read_metadata(path)
         if metadata.get("max_len") not in (None, task.max_len):

@@ -540,6 +540,13 @@ CASES = {
             f"--data-dir={write_listops(tmp / 'listops', GOOD_LISTOPS * 3)}",
             "--out", str(tmp / "existing")],
         "is a directory; expected the path of a file to write"),
+    "data-bench-batch-past-memory": Case(
+        "`python -m arena_tf.data bench --batch-size 1000000000` (was: killed by std::bad_alloc, "
+        "exit 134)",
+        lambda tmp: ["arena_tf.data", "bench", "--task=listops",
+                     f"--data-dir={write_listops(tmp / 'listops', GOOD_LISTOPS * 3)}",
+                     "--batch-size", "1000000000"],
+        "--batch-size 1000000000 needs about 32000.0 GB for 4 batches of 2000-token inputs"),
     "data-rows-out-a-split-file": Case(
         "`python -m arena_tf.data rows --data-dir DIR --out DIR/basic_test.tsv` (was: the split's "
         "file replaced by its own rows as JSON, exit 0)",

@@ -39,7 +39,7 @@ def test_every_row_is_timed_once_alone_after_one_untimed_call():
     clock = FakeClock()
     runtime = CountingRuntime(clock, seconds=0.125)  # call n takes n / 8 s
     rows = [{"input": str(i)} for i in range(1, 6)]
-    seconds = bare_loop.time_predictions(listops(), runtime, rows, clock=clock)
+    seconds = bare_loop.time_predictions(runtime, bare_loop.arrays_of(listops(), rows), clock=clock)
     assert seconds == [0.25, 0.375, 0.5, 0.625, 0.75]  # calls 2 to 6; call 1 was the warm-up
     expected = [listops().rows_to_arrays([row])[0] for row in rows]
     assert [b.tolist() for b in runtime.batches] == [e.tolist() for e in expected[:1] + expected]
@@ -49,10 +49,8 @@ def test_every_row_is_timed_once_alone_after_one_untimed_call():
 def test_bad_rows_are_refused_before_timing():
     from arena_tf.tasks.base import RowError
 
-    runtime = CountingRuntime()
     with pytest.raises(RowError, match="'nope' is not a ListOps token"):
-        bare_loop.time_predictions(listops(), runtime, [{"input": "1"}, {"input": "nope"}])
-    assert runtime.batches == []
+        bare_loop.arrays_of(listops(), [{"input": "1"}, {"input": "nope"}])
 
 
 def test_the_command_writes_a_latency_summary(tiny_run, tmp_path):
@@ -91,6 +89,10 @@ def test_command_line_mistakes_are_one_line_and_exit_2(tiny_run, tmp_path, capsy
     assert bare_loop.main([str(tiny_run), "--rows", str(empty), *common]) == 2
     assert_one_error_line(capsys.readouterr().err, "holds no rows; expected one JSON row")
     assert not (tmp_path / "bare.json").exists()
+    not_a_row = tmp_path / "numbers.jsonl"
+    not_a_row.write_text("1\n")
+    assert bare_loop.main([str(tiny_run), "--rows", str(not_a_row), *common]) == 2
+    assert_one_error_line(capsys.readouterr().err, "row 0: listops: a row is a int")  # not loaded
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"input": "[MAX 1 2 ]", "target": "2"}\n')
     same = ["--runtime", "onnxruntime", "--rows", str(rows), "--out", str(rows)]

@@ -243,14 +243,20 @@ def output_file(path, flag="--out", example="out.jsonl", inputs=()):
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory", "the path of a file to write",
                          f"name a file, e.g. {flag} {path / example}")
-    read = next((p for p in map(pathlib.Path, inputs) if p.exists() and path.exists()
-                 and os.path.samefile(p, path)), None)
+    read = next((p for p in map(pathlib.Path, inputs) if same_file(p, path)), None)
     if read is not None:
-        raise UsageError(f"{flag} {path} is {read}, which this command reads",
+        also = f" ({read})" if str(read) != str(path) else ""
+        raise UsageError(f"{flag} {path} is one of the files this command reads{also}",
                          "an output apart from the inputs",
                          f"name another file, e.g. {flag} {path.parent / example}")
     output_dir(path.parent, flag, make=False)
     return path
+
+
+def same_file(a, b):
+    """Whether paths `a` and `b` name one file (through links where both exist)."""
+    a, b = pathlib.Path(a), pathlib.Path(b)
+    return os.path.samefile(a, b) if a.exists() and b.exists() else a.resolve() == b.resolve()
 
 
 def output_dir(path, flag="--out-dir", make=True):

@@ -53,7 +53,8 @@ def artifact_path(run_dir, runtime, precision, device="cpu"):
                           f"(it reads {', '.join(f'{p}: {n}' for p, n in cls.artifacts.items())})")
     path = pathlib.Path(run_dir) / name
     if not path.exists():
-        raise Unsupported(f"{path} is missing; export it (python {cls.exporter} {run_dir})")
+        raise Unsupported(f"{path} is missing; expected the run exported for this runtime and "
+                          f"precision; export it: python {cls.exporter} {run_dir}")
     return path
 
 

@@ -254,9 +254,14 @@ def own_peak_rss():
 def tell_stderr(error, status):
     """One line on stderr for a person reading the log (stdout keeps the protocol's sentinel and
     traceback); `status` back."""
-    line, _ = cli.outcome(error)
+    line, _ = cli.outcome(error, failures=TOLD_FAILURES)
     cli.report(line)
     return status
+
+
+# Not bugs: an artifact that is missing or cannot run here, a request or offline file that is not
+# what the protocol sends, a path that cannot be read or written; their message is the line.
+TOLD_FAILURES = (runtimes.Unsupported, ValueError, OSError)
 
 
 def report_failure(answers):

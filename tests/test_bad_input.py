@@ -192,6 +192,16 @@ def text_throughput_results(tmp):
     return ["serving.report", str(bench_results(tmp / "bench", throughput="fast"))]
 
 
+def other_pathfinder_set(tmp):
+    from arena_tf.generators.pathfinder import INFO_FILE, release_path
+
+    found = tmp / "pf" / release_path(32, 14)
+    found.mkdir(parents=True)
+    (found / INFO_FILE).write_text(json.dumps({"seed": 99}))
+    return ["arena_tf.generators.pathfinder", "--out-dir", str(tmp / "pf"), "--num-examples", "4",
+            "--processes", "1"]
+
+
 def empty_results(tmp):
     out = bench_results(tmp / "bench")
     (out / "results.jsonl").write_text("")
@@ -278,6 +288,10 @@ CASES = {
         lambda tmp: (tmp / "notes").write_text("") or [
             "arena_tf.generators.listops", "--out-dir", str(tmp / "notes" / "x")],
         "notes is a file, not a folder; expected a folder"),
+    "generator-pathfinder-other-data-there": Case(
+        "`generators.pathfinder --out-dir DIR` where DIR holds a set of another seed (was: an "
+        "internal error, cut off before it said what differs)", other_pathfinder_set,
+        "exists but holds other data than asked for (config "),
     "generator-out-dir-cannot-be-made": Case(
         "`generators.pathfinder --out-dir` where no folder can be made (/proc; was: an internal "
         "error)",
@@ -328,6 +342,12 @@ CASES = {
             "arena_tf.preset_timing", "measure", "--tasks", "listops", "--out", str(tmp),
             "--results", str(tmp / "presets.json")],
         "holds files preset_timing did not write; expected a new or empty folder"),
+    "benchmark-report-output-is-an-input": Case(
+        "`benchmark report --layers FILE --output FILE` (was: the results replaced by the report)",
+        lambda tmp: (tmp / "layers.json").write_text("[]") and [
+            "arena_tf.benchmark", "report", "--layers", str(tmp / "layers.json"), "--output",
+            str(tmp / "layers.json")],
+        "layers.json is one of the files this command reads"),
     "benchmark-train-negative-steps": Case(
         "`benchmark train --steps -5` (was: a failed row written, exit 0)",
         lambda tmp: ["arena_tf.benchmark", "train", "--mechanisms", "linear", "--lengths", "64",

@@ -117,10 +117,12 @@ def test_the_submission_tells_stderr_in_one_line_and_stdout_keeps_the_protocol(t
 def test_a_second_bench_on_the_same_out_is_refused_naming_the_holder(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
+    data = write_listops(tmp_path / "listops", "( ( [MAX 2 9 ] ) )\t9\n" * 3)
     with FileLock(out / ".bench.lock"):
         result = subprocess.run(
             [sys.executable, "-m", "serving.bench", "--command", "python -c pass", "--task",
-             "listops", "--out", str(out)], env=ENV, capture_output=True, text=True, timeout=300)
+             "listops", f"--data-dir={data}", "--out", str(out)], env=ENV, capture_output=True,
+            text=True, timeout=300)
     assert result.returncode == 2
     assert_one_error_line(result.stderr, f"is in use by another serving.bench (pid {os.getpid()})")
     assert sorted(p.name for p in out.iterdir()) == []

@@ -54,7 +54,9 @@ def test_an_output_that_is_one_of_the_inputs_is_refused(tmp_path):
     data.write_text("keep")
     (tmp_path / "link.tsv").symlink_to(data)
     for same in (data, tmp_path / "link.tsv", tmp_path / "." / "basic_test.tsv"):
-        with pytest.raises(cli.UsageError, match="which this command reads"):
+        with pytest.raises(cli.UsageError, match="one of the files this command reads"):
             cli.output_file(same, inputs=[data])
     assert cli.output_file(tmp_path / "rows.jsonl", inputs=[data]) == tmp_path / "rows.jsonl"
+    with pytest.raises(cli.UsageError, match="one of the files this command reads"):
+        cli.output_file(tmp_path / "new.json", inputs=[tmp_path / "." / "new.json"])  # neither yet
     assert data.read_text() == "keep"

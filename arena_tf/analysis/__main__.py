@@ -10,6 +10,7 @@ chart (default runs/analysis/span.png); `attention` writes attention_example_<N>
 directory. Errors are one line on stderr (arena_tf.cli's style): exit 2 for a user's mistake.
 """
 
+import pathlib
 import sys
 
 from arena_tf import cli
@@ -51,8 +52,9 @@ def parse_args(argv):
 
 def span_command(args):
     out = args.out or (DEFAULT_CHART if len(args.run_dirs) > 1 else None)
-    if out:
-        cli.output_file(out, "--out", example="span.png")
+    if out:  # not a file of a run it reads (config.yaml, model.keras)
+        cli.output_file(out, "--out", example="span.png", inputs=[
+            path for run_dir in args.run_dirs for path in pathlib.Path(run_dir).glob("*")])
     # Keras, TensorFlow and matplotlib: loaded once the arguments are known good (--help is quick)
     from arena_tf.analysis import plots
     from arena_tf.analysis.commands import measure_span, span_summary

@@ -44,10 +44,21 @@ def output_option(parser, default):
 def check_outputs(options):
     """UsageError, before anything is measured or written, where --output (gpu: and --report)
     cannot be written; gpu --report-only reads --output instead (`gpu_report.read`)."""
+    inputs = [path for name in REPORT_INPUTS for path in listed(getattr(options, name))] if (
+        options.command == "report") else []
     if hasattr(options, "output") and not getattr(options, "report_only", False):
-        cli.output_file(options.output, "--output", example=options.output_example)
-    if options.command == "gpu":
-        cli.output_file(options.report, "--report", example="gpu.md")
+        cli.output_file(options.output, "--output", example=options.output_example,
+                        inputs=inputs)
+    if options.command == "gpu":  # its --output is an input of its --report
+        cli.output_file(options.report, "--report", example="gpu.md", inputs=[options.output])
+
+
+REPORT_INPUTS = ("layers", "train", "mixers", "pairs", "exact", "gpu")  # the files it reads
+
+
+def listed(value):
+    """`value` as a list of paths: none, one or a list of them."""
+    return [] if value is None else value if isinstance(value, list) else [value]
 
 
 def matmul_option(parser):
@@ -203,7 +214,8 @@ def report_parser(commands):
 
 def profile_parser(commands):
     parser = commands.add_parser("profile", help="per-op time of one mechanism or peer")
-    parser.add_argument("name", help="a mechanism or a peer")
+    parser.add_argument("name", choices=[*attention_layers.available(), *peers.names()],
+                        metavar="NAME", help="a mechanism or a peer")
     parser.add_argument("--length", type=cli.positive_int, default=4096)
     parser.add_argument("--batch", type=cli.positive_int, default=1)
     parser.add_argument("--heads", type=cli.positive_int, default=4)

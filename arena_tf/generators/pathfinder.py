@@ -503,11 +503,14 @@ def write_dataset(root, config, num_examples, seed=0, processes=None, images_per
     final = Path(root) / config.release_path
     info = dataset_info(config, seed, num_examples, images_per_folder)
     if final.exists():
-        if read_info(final) != info:
-            raise ValueError(
-                f"{final} exists but holds other data than asked for ({info}; see its {INFO_FILE} "
-                "if any); delete it or write to another root"
-            )
+        found = read_info(final) or {}
+        if found != info:
+            differ = ", ".join(f"{key} {found.get(key)!r} there, {info.get(key)!r} asked"
+                               for key in sorted(set(found) | set(info))
+                               if found.get(key) != info.get(key))
+            raise cli.UsageError(f"{final} exists but holds other data than asked for ({differ})",
+                                 f"an empty place, or the data its {INFO_FILE} describes",
+                                 "delete it, or write to another root")
         return final
     partial = final.with_name(f".{final.name}.partial")
     if partial.exists() and read_info(partial) != info:

@@ -160,13 +160,14 @@ def merge(paths, results=RESULTS):
             listed = json.loads(pathlib.Path(path).read_text())
             if not isinstance(listed, list):
                 raise TypeError(f"a {type(listed).__name__}, not a list")
-            rows = {row_key(r): with_dtype(r) for r in check_rows(listed, path)}
+            rows = [(row_key(r), with_dtype(r)) for r in check_rows(listed, path)]  # in order:
+            # a second row of one key in the same file is checked against the first
         except (OSError, ValueError, TypeError, KeyError) as error:
             raise cli.UsageError(f"{path} is not a results.json ({error})",
                                  "a JSON list of rows that `reproduce SUITE` wrote",
                                  "name the results-N.json files a lent machine brought back") \
                 from None
-        for name, row in rows.items():
+        for name, row in rows:
             known = new.get(name, ours.get(name))
             if known is None:
                 new[name] = row

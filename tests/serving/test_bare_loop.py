@@ -97,6 +97,6 @@ def test_command_line_mistakes_are_one_line_and_exit_2(tiny_run, tmp_path, capsy
     rows.write_text('{"input": "[MAX 1 2 ]", "target": "2"}\n')
     same = ["--runtime", "onnxruntime", "--rows", str(rows), "--out", str(rows)]
     assert bare_loop.main([str(tiny_run), *same]) == 2
-    assert_one_error_line(capsys.readouterr().err, "which this command reads; expected an output "
-                          "apart from the inputs")
+    assert_one_error_line(capsys.readouterr().err, "one of the files this command reads; "
+                          "expected an output apart from the inputs")
     assert rows.read_text() == '{"input": "[MAX 1 2 ]", "target": "2"}\n'  # the rows kept

@@ -25,11 +25,11 @@ def test_registry_maps_names_to_runtimes():
 
 
 @pytest.mark.parametrize("runtime, precision, device, message", [
-    ("tf", "fp16", "cpu", "saved_model_fp16 is missing; export it .*to_savedmodel.py"),
-    ("onnxruntime", "fp16", "cpu", "model.fp16.onnx is missing; export it .*to_onnx.py"),
+    ("tf", "fp16", "cpu", "saved_model_fp16 is missing; expected .*; export it: .*savedmodel.py"),
+    ("onnxruntime", "fp16", "cpu", "model.fp16.onnx is missing; expected .*; export it: .*onnx.py"),
     ("onnxruntime", "bf16", "cpu", "no bf16 artifact in the export contract"),
     ("tensorrt", "fp32", "cpu", "tensorrt runs on gpu, not cpu"),
-    ("openvino", "fp16", "cpu", "openvino_fp16 is missing; export it .*to_openvino.py"),
+    ("openvino", "fp16", "cpu", "openvino_fp16 is missing; expected .*; export it: .*openvino.py"),
     ("openvino", "fp32", "gpu", "openvino runs on cpu, not gpu"),
 ])
 def test_combinations_that_cannot_run_say_why(tiny_run, runtime, precision, device, message):

@@ -39,8 +39,8 @@ def test_xla_predicts_onnxruntimes_logits_whatever_the_batch_size(tiny_run):
 
 
 @pytest.mark.parametrize("precision, device, message", [
-    ("bf16", "cpu", "stablehlo_bf16 is missing; export it .*to_stablehlo.py"),
-    ("fp16", "cpu", "stablehlo_fp16 is missing; export it .*to_stablehlo.py"),
+    ("bf16", "cpu", "stablehlo_bf16 is missing; expected .*; export it: .*stablehlo.py"),
+    ("fp16", "cpu", "stablehlo_fp16 is missing; expected .*; export it: .*stablehlo.py"),
 ])
 def test_missing_artifacts_are_unsupported(tiny_run, precision, device, message):
     with pytest.raises(Unsupported, match=message):

@@ -324,6 +324,9 @@ def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_p
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(cli.UsageError, match="is not a results.json"):
         merge([tmp_path / "bad.json"], ours)
+    theirs.write_text(json.dumps([result("full", 0.3), result("full", 0.9)]))  # one file, one key
+    with pytest.raises(cli.UsageError, match="another result for tiny-listops/listops/full/0"):
+        merge([theirs], ours)
     assert ours.read_text() == before
     assert reproduce_main(["cpu-listops", str(theirs)]) == 2
     assert_one_error_line(capfd.readouterr().err, "results files are read by `merge` alone")

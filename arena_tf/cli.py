@@ -385,8 +385,8 @@ def positive_number(text):
 
 
 class Items(argparse.Action):
-    """A list flag, given comma- or space-separated (`--tasks a,b` or `--tasks a b`, also
-    repeated): `type` converts each item and `choices` checks it, as for a single value.
+    """A list flag, given comma- or space-separated (`--tasks a,b` or `--tasks a b`; given twice,
+    the last one counts, as any flag): `type` converts each item and `choices` checks it.
 
         parser.add_argument("--seeds", action=cli.Items, type=cli.whole_number(0), default=[0])
     """

@@ -164,11 +164,12 @@ def gpu_parser(commands):
         "gpu", help="on one GPU under JAX, in one call of about 8 minutes: every layer at 1K-64K "
                     "beside the fused kernel, LRA Table 2, ListOps steps/s",
         description=gpu.__doc__)
-    parser.add_argument("--parts", nargs="+", choices=list(gpu.PARTS), default=list(gpu.PARTS),
+    parser.add_argument("--parts", action=cli.Items, choices=list(gpu.PARTS),
+                        default=list(gpu.PARTS),
                         help="what to measure: layers (forward + backward of one layer, bf16 and "
                              "float32, 1K-64K), table2 (LRA Table 2's steps/s and memory), "
                              "listops (the paper's ListOps model)")
-    parser.add_argument("--mechanisms", nargs="+", default=attention_layers.available(),
+    parser.add_argument("--mechanisms", action=cli.Items, default=attention_layers.available(),
                         choices=attention_layers.available(), metavar="NAME",
                         help="mechanisms to measure (default: all)")
     parser.add_argument("--dry-run", action="store_true",

@@ -246,7 +246,8 @@ def _write_split(out, spec, split, seen, pool_map, progress=None):
 @contextlib.contextmanager
 def _shard_mapper(processes):
     """An ordered map over shards: in this process for 1 process, else a pool of spawned processes
-    (not forked: safe when the parent has TensorFlow's threads running)."""
+    (not forked: safe when the parent has TensorFlow's threads running), at most one per CPU."""
+    processes = min(processes, os.cpu_count() or 1)
     if processes <= 1:
         yield map
         return

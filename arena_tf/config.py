@@ -262,13 +262,11 @@ def read_yaml(path, keys=None):
     except OSError as error:
         raise ConfigError(f"cannot read {path} ({error.strerror or error})", "a readable YAML file",
                           "check the path and its permissions") from None
-    if not isinstance(data, dict) and keys is not None:
-        raise ConfigError(f"{path}: holds a {type(data).__name__}, not a mapping",
-                          f"a mapping of {', '.join(keys)}", f"write {path} as `key: value` lines")
     if not isinstance(data, dict):
+        expected, form = ((f"sections {', '.join(SECTIONS)}", "`section:` blocks of `key: value`")
+                          if keys is None else (", ".join(keys), "`key: value`"))
         raise ConfigError(f"{path}: holds a {type(data).__name__}, not a mapping",
-                          f"a mapping of sections {', '.join(SECTIONS)}",
-                          f"write {path} as `section:` blocks of `key: value` lines")
+                          f"a mapping of {expected}", f"write {path} as {form} lines")
     return data
 
 

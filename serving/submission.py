@@ -81,14 +81,17 @@ class Submission:
     @classmethod
     def load(cls, run_dir, runtime="onnxruntime", precision="fp32", device="cpu"):
         """The run's task (from config.yaml) and its artifact for `runtime` and `precision`, loaded
-        on `device`; runtimes.Unsupported when it cannot run so, ValueError when the artifact's
+        on `device`; runtimes.Unsupported when it cannot run so, a UsageError when the artifact's
         input length is not the task's."""
         task = run_task(run_dir)
         path = runtimes.artifact_path(run_dir, runtime, precision, device)
         metadata = artifacts.read_metadata(path)
         if metadata.get("max_len") not in (None, task.max_len):
-            raise ValueError(f"{path} takes {metadata['max_len']} tokens per input but the task in "
-                             f"{run_dir}/config.yaml reads {task.max_len}; re-export the run")
+            raise cli.UsageError(f"{path} takes {metadata['max_len']} tokens per input but the task "
+                                 f"in {run_dir}/config.yaml reads {task.max_len}",
+                                 "an artifact exported from this run as it is now",
+                                 f"re-export the run: python {runtimes.get(runtime).exporter} "
+                                 f"{run_dir}")
         model = runtimes.get(runtime)(path, precision, device, metadata)
         start = time.perf_counter()
         model.load()
@@ -113,13 +116,44 @@ class Submission:
                 for label in self.predict(rows[start:start + batch_size])]
 
 
+class RequestError(cli.UsageError):
+    """A request line or offline file that is not what the protocol sends (not JSON, not the shape
+    it names, a file that cannot be read or written); the message says which and what was
+    expected."""
+
+
 def parse_batch(line):
-    """The rows of one request line; ValueError unless it is a JSON list."""
-    batch = json.loads(line)
+    """The rows of one request line; RequestError unless it is a JSON list."""
+    batch = json_value(line, "a request line")
     if not isinstance(batch, list):
-        raise ValueError(f"a request is a JSON {type(batch).__name__}; expected a JSON list of "
-                         "rows, one line per batch")
+        raise RequestError(f"a request is a JSON {type(batch).__name__}",
+                           "a JSON list of rows, one line per batch")
     return batch
+
+
+def json_value(text, what):
+    """The JSON value of `text`; RequestError naming `what` when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise RequestError(f"{what} is not JSON ({error})", "one JSON value per line",
+                           "send lines as json.dumps writes them") from None
+
+
+def offline_request(line):
+    """(data path, output path, limit) of the offline handshake's config line; RequestError unless
+    it is a JSON object with the two paths as strings and an integer limit (default -1)."""
+    config = json_value(line, "the offline config line")
+    config = config if isinstance(config, dict) else {}
+    paths, limit = [config.get(key) for key in OFFLINE_PATHS], config.get("limit", -1)
+    if not all(isinstance(path, str) for path in paths) or type(limit) is not int:
+        raise RequestError(f"the offline config line is {line.strip()[:200]!r}",
+                           'a JSON object {"offline_data_path": str, "offline_output_path": str, '
+                           '"limit": int}', "send it as Pentathlon's offline driver does")
+    return (*paths, limit)
+
+
+OFFLINE_PATHS = ("offline_data_path", "offline_output_path")
 
 
 def serve_online(submission, requests, answers):
@@ -132,10 +166,10 @@ def serve_online(submission, requests, answers):
 def serve_offline(submission, requests, answers, offline_dir=None):
     """The offline handshake: one config line in, three fixed lines out, the outputs file (both
     paths inside `offline_dir` when one is given)."""
-    config = json.loads(requests.readline())
-    data_path, output_path = (confined(config[key], offline_dir, key) for key in
-                              ("offline_data_path", "offline_output_path"))
-    rows = read_rows(data_path, config.get("limit", -1))
+    *paths, limit = offline_request(requests.readline())
+    data_path, output_path = (confined(path, offline_dir, key)
+                              for path, key in zip(paths, OFFLINE_PATHS))
+    rows = read_rows(data_path, limit)
     say(answers, LOADED)
     start = time.perf_counter()
     labels = submission.predict_all(rows)
@@ -153,16 +187,28 @@ def confined(path, offline_dir, what):
 
 def read_rows(path, limit):
     """The JSON Lines rows of `path`, the first `limit` when it is positive (Pentathlon: -1 means
-    all)."""
-    with open(path, encoding="utf-8") as lines:
-        rows = [json.loads(line) for line in lines if line.strip()]
-    return rows[:limit] if limit and limit > 0 else rows
+    all); RequestError when it cannot be read or a line is not JSON."""
+    try:
+        with open(path, encoding="utf-8") as lines:
+            rows = [json_value(line, f"line {number} of {path}")
+                    for number, line in enumerate(lines, 1) if line.strip()]
+    except (OSError, UnicodeDecodeError) as error:
+        raise RequestError(f"offline_data_path {str(path)[:200]!r} cannot be read ({error})",
+                           "a JSON Lines file of rows, UTF-8",
+                           "check the path the driver sent") from None
+    return rows[:limit] if limit > 0 else rows
 
 
 def write_outputs(path, labels):
-    """`{"output": label}` JSON Lines, in order, replacing `path` at once."""
-    with atomic_writer(path) as out:
-        out.writelines(json.dumps({"output": label}) + "\n" for label in labels)
+    """`{"output": label}` JSON Lines, in order, replacing `path` at once; RequestError when it
+    cannot be written."""
+    try:
+        with atomic_writer(path) as out:
+            out.writelines(json.dumps({"output": label}) + "\n" for label in labels)
+    except OSError as error:
+        raise RequestError(f"offline_output_path {str(path)[:200]!r} cannot be written ({error})",
+                           "a file in a writable directory",
+                           "check the path the driver sent and the free disk space") from None
 
 
 def say(answers, line):
@@ -259,9 +305,9 @@ def tell_stderr(error, status):
     return status
 
 
-# Not bugs: an artifact that is missing or cannot run here, a request or offline file that is not
-# what the protocol sends, a path that cannot be read or written; their message is the line.
-TOLD_FAILURES = (runtimes.Unsupported, ValueError, OSError)
+# Not bugs, though not CommandErrors: an artifact that cannot run here, an offline path outside
+# --offline-dir (RequestError, the protocol's own, is a CommandError); their message is the line.
+TOLD_FAILURES = (runtimes.Unsupported, confine.OutsideDirectory)
 
 
 def report_failure(answers):

@@ -135,9 +135,8 @@ def suite_paths(suites_dir=SUITES):
 
 
 def load_suite(name, suites_dir=SUITES):
-    known = suite_paths(suites_dir)
-    path = known.get(name, pathlib.Path(suites_dir) / f"{name}.yaml")
-    if name not in known or not path.is_file():  # a name, not a path (../suites/cpu-listops)
+    path = suite_paths(suites_dir).get(name)
+    if path is None:  # a name, not a path (../suites/cpu-listops)
         front = sorted(p.stem for p in pathlib.Path(suites_dir).glob("*.yaml"))
         raise cli.UsageError(f"unknown suite {name!r}",
                              f"one of {', '.join(front)} (or an archived one), report, merge or "

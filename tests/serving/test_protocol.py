@@ -108,8 +108,10 @@ def test_the_offline_handshake_reads_the_three_lines_in_order(tmp_path):
 class Constant:
     """A serving.submission Submission stand-in: "0" for every row."""
 
-    def predict_all(self, rows):
+    def predict(self, rows):
         return ["0"] * len(rows)
+
+    predict_all = predict
 
 
 def serve_offline(data, output, offline_dir):
@@ -156,6 +158,52 @@ def test_submission_offline_files_outside_it_are_refused(offline_dir, data, outp
     assert words.format(**names) in str(error.value)
     assert sorted(p.name for p in tmp.iterdir()) == ["outside.json", "work"]
     assert (tmp / "outside.json").read_text() == '{"input": "5"}\n'
+
+
+def offline_config(**changes):
+    config = {"offline_data_path": "{work}/data.json", "offline_output_path": "{work}/out.json",
+              "limit": -1, **changes}
+    return json.dumps({key: value for key, value in config.items() if value is not None})
+
+
+@pytest.mark.parametrize("online, offline, words", [
+    ("not json", None, "a request line is not JSON (Expecting value: line 1 column 1"),
+    ('{"input": "1"}', None, "a request is a JSON dict; expected a JSON list of rows"),
+    (None, "[]", "the offline config line is '[]'; expected a JSON object"),
+    (None, offline_config(offline_output_path=None), "the offline config line is '{"),
+    (None, offline_config(limit="all"), "\"limit\": int}"),
+    (None, offline_config(offline_data_path="{work}/broken.json"),
+     "line 2 of {work}/broken.json is not JSON"),
+    (None, offline_config(offline_data_path="{work}/absent.json"),
+     "offline_data_path '{work}/absent.json' cannot be read ([Errno 2] No such file"),
+    (None, offline_config(offline_output_path="{work}/folder"),
+     "{work}/folder is a folder, where a file is to be written"),
+])
+def test_requests_the_protocol_does_not_send_are_told_in_one_line(offline_dir, online, offline,
+                                                                   words):
+    from arena_tf import cli
+    from serving import submission
+
+    (offline_dir / "broken.json").write_text('{"input": "1"}\n{"input": \n')
+    (offline_dir / "folder").mkdir()
+    with pytest.raises(cli.CommandError) as error:
+        if online is not None:
+            submission.serve_online(Constant(), io.StringIO(online + "\n"), io.StringIO())
+        else:
+            config = offline.replace("{work}", str(offline_dir))
+            submission.serve_offline(Constant(), io.StringIO(config + "\n"), io.StringIO())
+    line, status = cli.outcome(error.value, failures=submission.TOLD_FAILURES)
+    assert words.replace("{work}", str(offline_dir)) in line and "; expected " in line
+    assert not line.startswith("internal error") and "\n" not in line
+    assert not (offline_dir / "out.json").exists()
+
+
+def test_a_bug_is_still_an_internal_error_in_the_submissions_line():
+    from arena_tf import cli
+    from serving import submission
+
+    line, _ = cli.outcome(ValueError("a bug"), failures=submission.TOLD_FAILURES)
+    assert line.startswith("internal error: ValueError: a bug")
 
 
 def test_an_unsupported_provider_is_an_unsupported_failure_not_a_cpu_run(tiny_run, tmp_path):

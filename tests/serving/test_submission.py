@@ -159,10 +159,10 @@ def test_predict_answers_label_strings_in_order_and_an_empty_batch_with_nothing(
 
 
 def test_requests_must_be_lists_and_offline_limits_keep_the_first_rows(tmp_path):
-    from serving.submission import parse_batch, read_rows
+    from serving.submission import RequestError, parse_batch, read_rows
 
     assert parse_batch(b'[{"input": "1"}]\n') == [{"input": "1"}]
-    with pytest.raises(ValueError, match="a request is a JSON dict; expected a JSON list"):
+    with pytest.raises(RequestError, match="a request is a JSON dict; expected a JSON list"):
         parse_batch('{"input": "1"}')
     path = tmp_path / "data.json"
     path.write_text("".join(json.dumps({"input": str(i)}) + "\n" for i in range(5)) + "\n")

@@ -111,7 +111,9 @@ def make_task(tasks, args):
                           f"arena_tf/tasks/{args.task}.py)", "correct or drop that --set") from None
 
 
-BATCHES_HELD = 4  # the batch being timed, the one being built and tf.data's prefetched ones
+# Batches alive at once in `bench` (the one timed, the one being built, tf.data's prefetched
+# ones): 2.3 measured on ListOps by tools/data_batch_memory.py (a 2-core AMD EPYC), rounded up.
+BATCHES_HELD = 3
 
 
 def check_batch_fits(task, batch_size, available=None):

@@ -14,6 +14,7 @@ from typing import Optional
 
 import keras
 
+import arena_tf.tasks as tasks
 from arena_tf.config import ConfigError, ModelConfig, TaskConfig, read_yaml
 from arena_tf.encoder import Encoder  # importing it registers the layers load_model needs
 from arena_tf.run_pair import check_pair
@@ -91,18 +92,30 @@ def model_config(model, path):
 
 
 def task_config(directory):
-    """The task section of config.yaml beside the model, or None when there is no config.yaml."""
+    """The task section of config.yaml beside the model, or None when there is no config.yaml; an
+    ExportUsageError unless it holds the task and model sections training writes, of a known task
+    (a missing one would read as the default task, and the export run on its examples)."""
     path = directory / CONFIG_FILE
     if not path.is_file():
         return None
+    raw = read_yaml(path)
     try:
-        return TaskConfig(**read_yaml(path).get("task", {}))
+        for name in REQUIRED_SECTIONS:
+            if not isinstance(raw.get(name), dict):
+                raise ConfigError(f"section {name} holds {raw[name]!r}" if name in raw
+                                  else f"no {name} section")
+        task = TaskConfig(**raw["task"])
+        tasks.lookup(task.name)
     except (ConfigError, TypeError) as error:
         raise ExportUsageError(
-            f"{path}: the task section is invalid ({one_line(error)})",
+            f"{path}: {one_line(getattr(error, 'what', error))}",
             f"the config.yaml written by `{TRAIN_HINT}`",
             f"restore it, or remove it to export {MODEL_FILE} on generated examples",
         ) from None
+    return task
+
+
+REQUIRED_SECTIONS = ("task", "model")
 
 
 def load_source(path):

@@ -35,7 +35,7 @@ import tensorflow as tf  # noqa: E402
 from arena_tf.layers import long_conv  # noqa: E402
 from export import cli  # noqa: E402
 from export.contract import SAVED_MODEL_ARTIFACTS  # noqa: E402
-from export.errors import ExportError  # noqa: E402
+from export.errors import ExportError, ExportUsageError, one_line  # noqa: E402
 from export.metadata import (  # noqa: E402
     FORMAT_VERSION, build_metadata, read_metadata, write_saved_model_metadata,
 )
@@ -118,13 +118,20 @@ def saved_model_is_current(source):
 
 
 def current_fp32_saved_model(context, reports):
-    """The path of the FP32 SavedModel the other exports convert, exported first (its report
-    added to `reports`, a ParityError if refused) when missing or older than model.keras."""
+    """(path, tf.saved_model.load of it) of the FP32 SavedModel the other exports convert,
+    exported first (its report added to `reports`, a ParityError if refused) when missing or older
+    than model.keras; an ExportUsageError when the one kept there cannot be loaded."""
     saved_model = context.source.artifact(ARTIFACTS["fp32"])
     if not saved_model_is_current(context.source):
         reports[saved_model] = export_saved_model(context, "fp32")
         require_fp32(reports, [saved_model])
-    return saved_model
+    try:
+        return saved_model, tf.saved_model.load(str(saved_model))
+    except Exception as error:  # a damaged one: DecodeError, NotFoundError, OSError, ValueError...
+        raise ExportUsageError(
+            f"cannot load {saved_model} ({type(error).__name__}: {one_line(error)})",
+            "the SavedModel an earlier export wrote from this model.keras",
+            f"delete {saved_model} and rerun: it is exported again from model.keras") from None
 
 
 def export_converted(context, artifacts, precisions, convert, export_one):
@@ -137,9 +144,9 @@ def export_converted(context, artifacts, precisions, convert, export_one):
     # every target, the FP32 SavedModel they are converted from included, before any is written
     for target in (ARTIFACTS["fp32"], *(artifacts[precision] for precision in precisions)):
         check_places(source.artifact(target))
-    saved_model = current_fp32_saved_model(context, reports)
+    saved_model, loaded = current_fp32_saved_model(context, reports)
     conversion = convert(saved_model)
-    saved_model_logits = run_batched(saved_model_predictor(saved_model, source.config),
+    saved_model_logits = run_batched(saved_model_predictor(loaded, source.config),
                                      context.examples.arrays)
     reports.update(publish_all({
         source.artifact(artifacts[p]): functools.partial(

@@ -103,9 +103,16 @@ def odd_sized_pathfinder_image(directory):
     Image.new("L", (33, 32)).save(directory / "imgs/0/sample_5.png")
 
 
+def split_file_a_folder(tmp):
+    data = write_listops(tmp / "listops", GOOD_LISTOPS * 3)
+    (data / "basic_test.tsv").unlink()
+    (data / "basic_test.tsv").mkdir()
+    return ["arena_tf.data", "prepare", "--task=listops", f"--data-dir={data}"]
+
+
 def exported_run(tmp, **config_changes):
     """A tiny untrained run directory (model.keras + config.yaml), `config_changes` applied to
-    config.yaml's sections."""
+    config.yaml's sections (None removes one)."""
     import yaml
 
     from tests.export.conftest import write_run_dir
@@ -114,6 +121,8 @@ def exported_run(tmp, **config_changes):
     saved = yaml.safe_load((run / "config.yaml").read_text())
     for section, values in config_changes.items():
         saved[section] = values if not isinstance(values, dict) else {**saved[section], **values}
+        if values is None:
+            del saved[section]
     (run / "config.yaml").write_text(yaml.safe_dump(saved))
     return run
 
@@ -128,6 +137,19 @@ def listops_model_with_pathfinder_config(tmp):
 def non_utf8_config(tmp):
     run = exported_run(tmp)
     (run / "config.yaml").write_bytes(b"task: {name: listops}\n# caf\xe9\n")
+    return ["export.to_onnx", str(run)]
+
+
+def damaged_saved_model(tmp):
+    """A run whose saved_model/ has current metadata (so it is reused, not exported again) but a
+    saved_model.pb cut short."""
+    from export.metadata import FORMAT_VERSION, SAVED_MODEL_FILE
+
+    run = exported_run(tmp)
+    (run / "saved_model" / SAVED_MODEL_FILE).parent.mkdir(parents=True)
+    (run / "saved_model" / SAVED_MODEL_FILE).write_text(json.dumps(
+        {"source": str((run / "model.keras").resolve()), "format": FORMAT_VERSION}))
+    (run / "saved_model" / "saved_model.pb").write_bytes(b"\x08\x01\x12")
     return ["export.to_onnx", str(run)]
 
 
@@ -514,6 +536,19 @@ CASES = {
         "a ListOps model.keras with a Pathfinder config.yaml (was: exported, parity passed, "
         "metadata naming pathfinder)",
         listops_model_with_pathfinder_config, "does not match"),
+    "export-config-without-model-section": Case(
+        "`export/to_onnx.py` on a run whose config.yaml has no model section (was: exported, the "
+        "check that model.keras is the config's model skipped)",
+        lambda tmp: ["export.to_onnx", str(exported_run(tmp, model=None))],
+        "config.yaml: no model section; expected the config.yaml written by"),
+    "export-config-of-unknown-task": Case(
+        "`export/to_onnx.py` on a run whose config.yaml names a task this version does not know",
+        lambda tmp: ["export.to_onnx", str(exported_run(tmp, task={"name": "nope"}))],
+        "config.yaml: unknown task 'nope'; expected the config.yaml written by"),
+    "export-damaged-saved-model": Case(
+        "`export/to_onnx.py` on a run whose saved_model/ (current, so reused) has a "
+        "saved_model.pb cut short (was: exit 1, 'tf2onnx could not convert ...; report ... as a bug')",
+        damaged_saved_model, "saved_model (OSError: Cannot parse file"),
     "export-file-size-limit": Case(
         "`ulimit -f 200` (100 KiB) under `export/to_savedmodel.py`: the SavedModel write fails "
         "inside TensorFlow", lambda tmp: ["export.to_savedmodel", str(exported_run(tmp))],
@@ -566,7 +601,7 @@ CASES = {
         lambda tmp: ["arena_tf.data", "bench", "--task=listops",
                      f"--data-dir={write_listops(tmp / 'listops', GOOD_LISTOPS * 3)}",
                      "--batch-size", "1000000000"],
-        "--batch-size 1000000000 needs about 32000.0 GB for 4 batches of 2000-token inputs"),
+        "--batch-size 1000000000 needs about 24000.0 GB for 3 batches of 2000-token inputs"),
     "data-rows-out-a-split-file": Case(
         "`python -m arena_tf.data rows --data-dir DIR --out DIR/basic_test.tsv` (was: the split's "
         "file replaced by its own rows as JSON, exit 0)",
@@ -574,6 +609,11 @@ CASES = {
                      f"--data-dir={write_listops(tmp / 'listops', GOOD_LISTOPS * 3)}",
                      "--out", str(tmp / "listops" / "basic_test.tsv")],
         "basic_test.tsv is a file of the data directory"),
+    "prepare-listops-split-file-a-folder": Case(
+        "`data prepare --task=listops` where basic_test.tsv is a folder (was: 'found only "
+        "basic_train.tsv, basic_val.tsv', the folder unnamed)",
+        split_file_a_folder, "basic_test.tsv is a folder, where the data file "
+        "basic_test.tsv is read; expected the file basic_test.tsv, or nothing of that name"),
     "prepare-pathfinder-odd-size": Case(
         "one 33 x 32 PNG among 160 Pathfinder images (was: stopped training at step 1 with "
         "TensorFlow's reshape message)",

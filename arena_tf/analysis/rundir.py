@@ -19,6 +19,7 @@ import arena_tf.tasks as tasks
 from arena_tf.cli import UsageError
 from arena_tf.config import ExperimentConfig
 from arena_tf.config import read_run_config as read_config
+from arena_tf.run_pair import check_pair
 
 
 class RunDirError(UsageError, RuntimeError):
@@ -49,7 +50,8 @@ class Run:
 
 
 def load_run(run_dir):
-    """The Run in `run_dir`; a RunDirError naming what is missing when it holds no trained model."""
+    """The Run in `run_dir`; a RunDirError naming what is missing when it holds no trained model, a
+    UsageError when model.keras is not the model config.yaml describes (before any data work)."""
     run_dir = pathlib.Path(run_dir)
     if not run_dir.is_dir():
         raise RunDirError(f"run directory {run_dir} does not exist", "an existing directory",
@@ -61,7 +63,10 @@ def load_run(run_dir):
                           f"train with `python -m arena_tf.train ... --run-dir {run_dir}` first")
     config = read_config(run_dir)
     check_analysable(config.model.attention)
-    return Run(run_dir, config, keras.saving.load_model(model_path))
+    run = Run(run_dir, config, keras.saving.load_model(model_path))
+    check_pair(run.encoder.config.to_dict(), config.model.to_dict(), model_path,
+               run_dir / "config.yaml", config.task.name)
+    return run
 
 
 def check_analysable(mechanism):

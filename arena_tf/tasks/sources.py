@@ -106,13 +106,16 @@ def found_or_generated(task, root, dataset, find, generate):
 
 
 def present_files(root, filenames, subfolders=("",)):
-    """Paths of the files in `filenames` found in any candidate folder (to report partial data)."""
-    return [
-        Path(root) / sub / name
-        for sub in subfolders
-        for name in filenames
-        if (Path(root) / sub / name).is_file()
-    ]
+    """Paths of the files in `filenames` found in any candidate folder (to report partial data); a
+    DataNotFoundError for one of those names that is there but not a file (a folder)."""
+    paths = [Path(root) / sub / name for sub in subfolders for name in filenames
+             if (Path(root) / sub / name).exists()]
+    other = next((path for path in paths if not path.is_file()), None)
+    if other is not None:
+        raise DataNotFoundError(f"{other} is a folder, where the data file {other.name} is read",
+                                f"the file {other.name}, or nothing of that name",
+                                "move that folder away, or pass another --data-dir")
+    return paths
 
 
 def places(root, subfolders):

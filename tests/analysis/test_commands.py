@@ -1,9 +1,11 @@
 """`python -m arena_tf.analysis span|attention` on run directories."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
+import yaml
 from PIL import Image
 
 from arena_tf.analysis import plots
@@ -89,6 +91,21 @@ def test_a_run_directory_without_a_trained_model_fails_in_one_line(command, path
     assert main([*command, str(unfinished)]) == 2
     assert_one_error_line(capsys.readouterr().err, "holds no trained model; expected model.keras")
 
+
+
+@pytest.mark.parametrize("command", [["span"], ["attention"]])
+def test_a_model_beside_another_runs_config_is_refused_before_any_data_work(
+        command, pathfinder_run, listops_run, tmp_path, capsys):
+    config = yaml.safe_load((pathfinder_run / "config.yaml").read_text())
+    config["task"]["data_dir"] = str(tmp_path / "data")  # pathfinder data that would be generated
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "config.yaml").write_text(yaml.safe_dump(config))
+    shutil.copy(listops_run / "model.keras", mixed / "model.keras")
+    assert main([*command, str(mixed)]) == 2
+    assert_one_error_line(capsys.readouterr().err, "model.keras does not match")
+    assert not (tmp_path / "data").exists()
+    assert sorted(p.name for p in mixed.iterdir()) == ["config.yaml", "model.keras"]
 
 
 def test_a_model_longer_than_the_limit_is_refused_before_any_work(tmp_path, capsys):

@@ -52,7 +52,7 @@ def export_tiny_model(run, data_dir):
     onnx.save(proto, str(run / "model.onnx"))
     export_openvino_ir(run, metadata)
     task = {"name": "listops", "data_dir": str(data_dir), "max_len": MAX_LEN, "params": {}}
-    (run / "config.yaml").write_text(yaml.safe_dump({"task": task}))
+    (run / "config.yaml").write_text(yaml.safe_dump({"task": task, "model": config.to_dict()}))
     export_stablehlo(run)
 
 

@@ -395,9 +395,10 @@ def load_experiment(task, model, overrides=(), preset=None, derived=None, config
     return ExperimentConfig(**{s: build_section(s, raw.get(s, {}), sources) for s in SECTIONS})
 
 
-def read_run_config(run_dir):
+def read_run_config(run_dir, required=()):
     """The ExperimentConfig a training run saved in run_dir/config.yaml; a ConfigError when there
-    is none or it does not hold a valid config."""
+    is none, it does not hold a valid config or it lacks one of the `required` sections (which
+    would otherwise read as their defaults)."""
     path = pathlib.Path(run_dir) / "config.yaml"
     if not path.is_file():
         raise ConfigError(f"{run_dir} has no config.yaml",
@@ -408,6 +409,10 @@ def read_run_config(run_dir):
         raise ConfigError(f"{path} holds none of the sections {', '.join(SECTIONS)}",
                           "the config.yaml that training wrote",
                           "retrain into a fresh run directory, or restore the file")
+    for name in required:
+        if name not in raw:
+            raise ConfigError(f"{path}: no {name} section", "the config.yaml that training wrote",
+                              "retrain into a fresh run directory, or restore the file")
     for name in SECTIONS:
         if not isinstance(raw.get(name, {}), dict):
             raise ConfigError(f"{path}: section {name} holds {raw[name]!r}, not keys and values",

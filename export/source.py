@@ -15,7 +15,7 @@ from typing import Optional
 import keras
 
 import arena_tf.tasks as tasks
-from arena_tf.config import ConfigError, ModelConfig, TaskConfig, read_yaml
+from arena_tf.config import ConfigError, ModelConfig, TaskConfig, read_run_config
 from arena_tf.encoder import Encoder  # importing it registers the layers load_model needs
 from arena_tf.run_pair import check_pair
 from export.errors import ExportUsageError, one_line
@@ -91,47 +91,39 @@ def model_config(model, path):
     return encoder.config
 
 
-def task_config(directory):
-    """The task section of config.yaml beside the model, or None when there is no config.yaml; an
+def run_config(directory):
+    """The ExperimentConfig of config.yaml beside the model, or None when there is none; an
     ExportUsageError unless it holds the task and model sections training writes, of a known task
     (a missing one would read as the default task, and the export run on its examples)."""
-    path = directory / CONFIG_FILE
-    if not path.is_file():
+    if not (directory / CONFIG_FILE).is_file():
         return None
-    raw = read_yaml(path)
     try:
-        for name in REQUIRED_SECTIONS:
-            if not isinstance(raw.get(name), dict):
-                raise ConfigError(f"section {name} holds {raw[name]!r}" if name in raw
-                                  else f"no {name} section")
-        task = TaskConfig(**raw["task"])
-        tasks.lookup(task.name)
-    except (ConfigError, TypeError) as error:
-        raise ExportUsageError(
-            f"{path}: {one_line(getattr(error, 'what', error))}",
-            f"the config.yaml written by `{TRAIN_HINT}`",
-            f"restore it, or remove it to export {MODEL_FILE} on generated examples",
-        ) from None
-    return task
+        config = read_run_config(directory, required=REQUIRED_SECTIONS)
+    except ConfigError as error:
+        raise config_refused(error.what) from None
+    if config.task.name not in tasks.available():
+        raise config_refused(f"{directory / CONFIG_FILE}: unknown task {config.task.name!r}")
+    return config
+
+
+def config_refused(what):
+    return ExportUsageError(what, f"the config.yaml written by `{TRAIN_HINT}`",
+                            f"restore it, or remove it to export {MODEL_FILE} on generated examples")
 
 
 REQUIRED_SECTIONS = ("task", "model")
 
 
 def load_source(path):
-    """The Source named by `path` (a run directory or a .keras file)."""
+    """The Source named by `path` (a run directory or a .keras file); a UsageError when config.yaml
+    beside the model describes another model (arena_tf/run_pair): a ListOps model with a Pathfinder
+    config is refused, not exported on Pathfinder's examples."""
     keras_path = model_file(path).resolve()
     model = load_model(keras_path)
     config = model_config(model, keras_path)
-    task = task_config(keras_path.parent)
-    check_config_pair(config, keras_path, task)
-    return Source(keras_path, model, config, task)
-
-
-def check_config_pair(config, keras_path, task):
-    """A UsageError when config.yaml beside the model describes another model (arena_tf/run_pair):
-    a ListOps model with a Pathfinder config is refused, not exported on Pathfinder's examples."""
-    path = keras_path.parent / CONFIG_FILE
-    section = read_yaml(path).get("model") if path.is_file() else None
-    if isinstance(section, dict):
-        check_pair(config.to_dict(), section, keras_path, path, task.name if task else None)
+    run = run_config(keras_path.parent)
+    if run is None:
+        return Source(keras_path, model, config, None)
+    check_pair(config.to_dict(), run.model.to_dict(), keras_path, keras_path.parent / CONFIG_FILE,
+               run.task.name)
+    return Source(keras_path, model, config, run.task)

@@ -125,7 +125,8 @@ def current_fp32_saved_model(context, reports):
     if not saved_model_is_current(context.source):
         reports[saved_model] = export_saved_model(context, "fp32")
         require_fp32(reports, [saved_model])
-    try:
+        return saved_model, tf.saved_model.load(str(saved_model))
+    try:  # the one an earlier export kept
         return saved_model, tf.saved_model.load(str(saved_model))
     except Exception as error:  # a damaged one: DecodeError, NotFoundError, OSError, ValueError...
         raise ExportUsageError(

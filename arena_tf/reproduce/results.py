@@ -156,18 +156,7 @@ def merge(paths, results=RESULTS):
     ours = {row_key(r): r for r in read_results(results)}
     new = {}
     for path in paths:
-        try:
-            listed = json.loads(pathlib.Path(path).read_text())
-            if not isinstance(listed, list):
-                raise TypeError(f"a {type(listed).__name__}, not a list")
-            rows = [(row_key(r), with_dtype(r)) for r in check_rows(listed, path)]  # in order:
-            # a second row of one key in the same file is checked against the first
-        except (OSError, ValueError, TypeError, KeyError) as error:
-            raise cli.UsageError(f"{path} is not a results.json ({error})",
-                                 "a JSON list of rows that `reproduce SUITE` wrote",
-                                 "name the results-N.json files a lent machine brought back") \
-                from None
-        for name, row in rows:
+        for name, row in file_rows(path):  # in order: a second row of one key meets the first
             known = new.get(name, ours.get(name))
             if known is None:
                 new[name] = row
@@ -183,6 +172,20 @@ def merge(paths, results=RESULTS):
     if new:
         record_all(new.values(), results)
     return len(new)
+
+
+def file_rows(path):
+    """[(key, row)] of the results.json at `path`, in its order; a one-line UsageError when it is
+    not one."""
+    try:
+        listed = json.loads(pathlib.Path(path).read_text())
+        if not isinstance(listed, list):
+            raise TypeError(f"a {type(listed).__name__}, not a list")
+        return [(row_key(r), with_dtype(r)) for r in check_rows(listed, path)]
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        raise cli.UsageError(f"{path} is not a results.json ({error})",
+                             "a JSON list of rows that `reproduce SUITE` wrote",
+                             "name the results-N.json files a lent machine brought back") from None
 
 
 def recorded_runs(suite, results=RESULTS):

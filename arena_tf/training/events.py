@@ -5,7 +5,8 @@ op): the same files under both backends, in an install with or without TensorFlo
                              optimizer/learning_rate, speed/steps_per_second,
                              speed/examples_per_second, memory/peak_mb, time/train_seconds
     runs/<run>/validation/   metrics/loss, metrics/accuracy: what evaluation measures, nothing else
-    runs/<run>/              the config as text (`config`), the hyperparameters (hparams plugin:
+    runs/<run>/              the config as text (`config`), each session's device as text
+                             (`device`, training/sessions.py), the hyperparameters (hparams plugin:
                              every config field) and, at the end, final/test_accuracy and
                              final/test_loss, which the hparams dashboard lists beside them
 
@@ -147,6 +148,17 @@ def read_scalars(event_dir):
                 name = SHORT_NAMES.get(value.tag, value.tag)
                 scalars.setdefault(name, {})[event.step] = float(number)
     return scalars
+
+
+def read_texts(event_dir, tag):
+    """{step: text} of the text summary `tag` in a TensorBoard event directory (later files win)."""
+    texts = {}
+    for path in sorted(pathlib.Path(event_dir).glob("events.out.tfevents.*")):
+        for event in EventFileLoader(str(path)).Load():
+            for value in event.summary.value:
+                if value.tag == tag:
+                    texts[event.step] = make_ndarray(value.tensor).item().decode()
+    return texts
 
 
 def read_tags(event_dir):

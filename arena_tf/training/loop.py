@@ -30,7 +30,7 @@ from arena_tf.host import cpu_model
 from arena_tf.models import build_classifier
 from arena_tf.progress import Progress, duration
 from arena_tf.schedules import make_optimizer
-from arena_tf.training import auto_precision, events, utilisation
+from arena_tf.training import auto_precision, events, sessions, utilisation
 from arena_tf.training.errors import Interrupted, RunDirError, TrainingError
 from arena_tf.training.run_dir import (CHECKPOINT_FORMATS, RunLock, check_same_experiment,
                                        check_writable, checkpoint_steps, first_existing,
@@ -118,6 +118,7 @@ class Loop:
             self.optimizer.build(self.model.trainable_variables)
         self.running = None  # the step under way (1-based), for error messages
         self._seconds_before, self._began = 0.0, None  # training time of earlier sessions; start
+        self._sessions = []  # [(start step, device)] of the run's sessions, this one last
         self._committed = False  # whether this run wrote into the run directory yet
         self.writers = None
         self.metrics = None
@@ -315,12 +316,15 @@ class Loop:
                 with self.progress.working("restoring the checkpoint"):
                     start = self.resume()
                 self._seconds_before = self._train_seconds_before(start)
+                self._sessions = [*sessions.earlier(self.run_dir, start),
+                                  (start, self.distribution.device())]
                 for key, change in changed.items():
                     self.say(f"resuming with {key} changed: {change}")
                 self._commit(changed)
                 self.writers = self._open_writers()
                 events.write_run_record(self.writers["run"], self.config.to_yaml(),
                                         self.config.to_dict())
+                sessions.record(self.writers["run"], *self._sessions[-1])
                 if start:
                     left = self.train.num_train_steps - start
                     self.say(f"{left} of {self.train.num_train_steps} steps to go" if left > 0 else
@@ -433,7 +437,7 @@ class Loop:
             "peak_memory_mb": peak_memory_mb(),
             "replicas": self.distribution.replicas,
             "backend": keras.backend.backend(),
-            "device": self.distribution.device(),
+            "device": sessions.described(self._sessions, self.current_step()),
             "precision": self.precision,
             "precision_requested": self.precision_requested,
             **(self.utilisation.record(trained.scalars()["steps_per_second"])

@@ -26,6 +26,8 @@ CONFIGS_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs"
 POOLINGS = ("cls", "mean")
 POSITION_EMBEDDINGS = ("sinusoidal", "sinusoidal_2d", "learned", "none")
 TOKEN_EMBEDDINGS = ("table", "intensity")
+# model.block: the encoder's block layouts (arena_tf/blocks.py: BLOCKS).
+BLOCKS = ("transformer", "s4", "s5", "mega")
 
 
 class ConfigError(UsageError, ValueError):
@@ -54,6 +56,11 @@ class ModelConfig:
         one learned vector plus another (S4's and Mega's image input: a linear map of the
         normalised pixel).
     two_tower: two inputs through one shared encoder, combined as [x1, x2, x1*x2, x1-x2].
+    block: the encoder's block layout (`arena_tf.blocks`): "transformer" (pre-LayerNorm, with an
+        MLP; any mechanism), "s4" (S4's post-norm block with a GLU, s4d or s5), "s5" (S5's
+        pre-norm block with a half-GLU, s4d or s5) or "mega" (Mega's gated residual and
+        post-norm MLP, mega). Default "transformer". s4 and s5 run the state space on the
+        emb_dim channels of the residual stream itself: num_heads and qkv_dim do not apply.
     """
 
     attention: str = "full"
@@ -73,13 +80,14 @@ class ModelConfig:
     token_embedding: str = "table"
     two_tower: bool = False
     padding_id: Optional[int] = 0
+    block: str = "transformer"
     seed: int = 0
 
     def __post_init__(self):
         check_types(self)
         check_ranges("model", self, ConfigError)
         for name, choices in (("pooling", POOLINGS), ("position_embedding", POSITION_EMBEDDINGS),
-                              ("token_embedding", TOKEN_EMBEDDINGS)):
+                              ("token_embedding", TOKEN_EMBEDDINGS), ("block", BLOCKS)):
             if getattr(self, name) not in choices:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is invalid",
                                   f"one of {', '.join(choices)}",
@@ -165,9 +173,14 @@ class TrainConfig:
     log_every: int = 50
     precision: str = "auto"  # mixed_bfloat16 on a GPU, float32 elsewhere
     remat: bool = False  # recompute each encoder block in the backward pass (arena_tf/remat.py)
-    # Step-size factors by weight name, e.g. {log_a_real: 0.1, a_imag: 0.1}: S4's state matrix
-    # at a tenth of the network's rate (arena_tf/schedules.py: ScaledAdamW).
+    # Step-size factors by weight name, e.g. {skip: 0.5} (arena_tf/schedules.py: ScaledAdamW).
     learning_rate_scales: dict = dataclasses.field(default_factory=dict)
+    # The weights each state-space layer declares its state space (`state_space_weights`: S4D's
+    # log_dt, log_a_real, a_imag; S5's Lambda and log_dt; Mega's EMA): their step-size factor,
+    # and whether weight decay acts on them. S4 and S5 train them at a tenth of the rate (S4:
+    # 0.001 against 0.01) without weight decay: 0.1 and false.
+    state_space_learning_rate_scale: float = 1.0
+    state_space_weight_decay: bool = True
     seed: int = 0
 
     def __post_init__(self):

@@ -1,7 +1,8 @@
-"""The LRA Transformer encoder: embeddings, pre-LayerNorm blocks, final LayerNorm, pooling.
+"""The LRA encoder: embeddings, blocks, a final LayerNorm after pre-norm blocks, pooling.
 
-Block: x + Attention(LN(x)), then x + MLP(LN(x)) with MLP = Dense(mlp) -> GELU -> Dense(emb).
-The attention comes from the registry (`arena_tf.layers.get`), so every mechanism plugs in here.
+The blocks are the layout `model.block` names (`arena_tf.blocks`: the Transformer's pre-LayerNorm
+block by default, or S4's, S5's or Mega's own), each around a mechanism from the registry
+(`arena_tf.layers.get`), so every mechanism plugs in here.
 """
 
 import math
@@ -9,32 +10,10 @@ import math
 import keras
 from keras import ops
 
-import arena_tf.layers as attention_layers
+from arena_tf.blocks import BLOCKS
 from arena_tf.config import ModelConfig
-from arena_tf.remat import rematerialized
 
 SERIALIZABLE = keras.saving.register_keras_serializable(package="arena_tf")
-
-
-_INV_SQRT2 = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-@ops.custom_gradient
-def gelu(x):
-    """Exact GELU written with erf (Keras's built-in becomes an `Erfc` node that ONNX lacks).
-
-    The gradient is written out so that training keeps only `x` for it: left to autodiff, the
-    formula keeps three more tensors of the MLP's width per block (x / sqrt 2, x / 2 and 1 + erf).
-    """
-
-    def gradient(*args, upstream=None):
-        upstream = args[0] if upstream is None else upstream
-        cdf = 0.5 * (1.0 + ops.erf(x * _INV_SQRT2))
-        density = ops.exp(-0.5 * x * x) * _INV_SQRT_2PI
-        return upstream * (cdf + x * density)
-
-    return 0.5 * x * (1.0 + ops.erf(x * _INV_SQRT2)), gradient
 
 
 def sinusoids(positions, width):
@@ -153,68 +132,6 @@ TOKEN_EMBEDDINGS = {"table": _table_embedding, "intensity": _intensity_embedding
 
 
 @SERIALIZABLE
-class TransformerBlock(keras.layers.Layer):
-    """Pre-LayerNorm Transformer block around any registered attention mechanism. With `remat`
-    its training forward pass is recomputed in the backward pass rather than stored (the block's
-    input is all it keeps); a training choice, so not part of the saved configuration."""
-
-    def __init__(self, attention, attention_params, num_heads, head_dim, mlp_dim, dropout,
-                 attention_dropout, max_len, seed=0, remat=False, **kwargs):
-        super().__init__(**kwargs)
-        self.remat = remat
-        self.attention_name = attention
-        self.attention_params = dict(attention_params)
-        self.num_heads, self.head_dim, self.mlp_dim = num_heads, head_dim, mlp_dim
-        self.dropout_rate, self.attention_dropout, self.max_len = dropout, attention_dropout, max_len
-        self.seed = seed
-        self.attention = attention_layers.get(
-            attention, num_heads=num_heads, head_dim=head_dim, max_len=max_len,
-            attention_dropout=attention_dropout, seed=seed, name="attention", dtype=self.dtype_policy, **attention_params,
-        )
-        self.attention_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="attention_norm",
-                                                               dtype=self.dtype_policy)
-        self.mlp_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="mlp_norm",
-                                                         dtype=self.dtype_policy)
-        self.dropout = keras.layers.Dropout(dropout, seed=seed, dtype=self.dtype_policy)
-        self.supports_masking = True
-
-    def build(self, input_shape):
-        width = input_shape[-1]
-        self.attention_norm.build(input_shape)
-        self.attention.build(input_shape)
-        self.mlp_norm.build(input_shape)
-        self.mlp_in = keras.layers.Dense(self.mlp_dim, name="mlp_in", dtype=self.dtype_policy)
-        self.mlp_in.build(input_shape)
-        self.mlp_out = keras.layers.Dense(width, name="mlp_out", dtype=self.dtype_policy)
-        self.mlp_out.build(tuple(input_shape[:-1]) + (self.mlp_dim,))
-
-    def call(self, x, mask, training=False):
-        if self.remat and training:
-            return rematerialized(self, lambda x: self.forward(x, mask, training))(x)
-        return self.forward(x, mask, training)
-
-    def forward(self, x, mask, training):
-        attended = self.attention(self.attention_norm(x), mask=mask, training=training)
-        x = x + self.dropout(attended, training=training)
-        hidden = self.dropout(gelu(self.mlp_in(self.mlp_norm(x))), training=training)
-        return x + self.dropout(self.mlp_out(hidden), training=training)
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "attention": self.attention_name,
-            "attention_params": self.attention_params,
-            "num_heads": self.num_heads,
-            "head_dim": self.head_dim,
-            "mlp_dim": self.mlp_dim,
-            "dropout": self.dropout_rate,
-            "attention_dropout": self.attention_dropout,
-            "max_len": self.max_len,
-            "seed": self.seed,
-        }
-
-
-@SERIALIZABLE
 class Encoder(keras.layers.Layer):
     """Tokens int [batch, length] -> pooled features [batch, emb_dim], as configured by ModelConfig.
 
@@ -231,16 +148,18 @@ class Encoder(keras.layers.Layer):
             c.encoder_len, c.position_embedding, prefix=c.encoder_len - c.max_len,
             name="position_embedding", dtype=self.dtype_policy)
         self.dropout = keras.layers.Dropout(c.dropout, seed=c.seed, dtype=self.dtype_policy)
+        block = BLOCKS[c.block]
+        heads = (1, c.emb_dim) if block.on_residual_stream else (c.num_heads, c.head_dim)
         self.blocks = [
-            TransformerBlock(
-                c.attention, c.attention_params, c.num_heads, c.head_dim, c.mlp_dim, c.dropout,
+            block(
+                c.attention, c.attention_params, *heads, c.mlp_dim, c.dropout,
                 c.attention_dropout, c.encoder_len, seed=c.seed + i, remat=remat,
                 name=f"block_{i}", dtype=self.dtype_policy,
             )
             for i in range(c.num_layers)
         ]
-        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="final_norm",
-                                                           dtype=self.dtype_policy)
+        self.final_norm = keras.layers.LayerNormalization(
+            epsilon=1e-6, name="final_norm", dtype=self.dtype_policy) if block.prenorm else None
 
     def build(self, input_shape):
         c = self.config
@@ -251,14 +170,15 @@ class Encoder(keras.layers.Layer):
         self.position_embedding.build(embedded)
         for block in self.blocks:
             block.build(embedded)
-        self.final_norm.build(embedded)
+        if self.final_norm is not None:
+            self.final_norm.build(embedded)
 
     def call(self, tokens, training=False):
         x, mask = self.embed(tokens)
         x = self.dropout(x, training=training)
         for block in self.blocks:
             x = block(x, mask=mask, training=training)
-        return self.pool(self.final_norm(x), mask)
+        return self.pool(x if self.final_norm is None else self.final_norm(x), mask)
 
     def embed(self, tokens):
         """(x [batch, positions, emb_dim], mask bool [batch, positions]) entering the first block:

@@ -40,3 +40,10 @@ def load_classifier(path):
     """A saved classifier (`model.keras`); importing this module registers arena_tf's layers,
     which plain `keras.saving.load_model` needs first."""
     return keras.saving.load_model(path)
+
+
+def state_space_variables(model):
+    """The variables of the state spaces in `model`'s encoder (what each mechanism declares in
+    `state_space_weights`), for their own optimiser group (`arena_tf.schedules.make_optimizer`)."""
+    mechanisms = [block.attention for block in model.get_layer("encoder").blocks]
+    return [getattr(m, name) for m in mechanisms for name in m.state_space_weights]

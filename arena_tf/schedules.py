@@ -47,14 +47,21 @@ def make_schedule(train):
 
 @keras.saving.register_keras_serializable(package="arena_tf")
 class ScaledAdamW(keras.optimizers.AdamW):
-    """AdamW whose step for a weight named in `learning_rate_scales` ({name: factor}) is taken
-    at the scheduled learning rate times that factor, as a parameter group with its own rate in
-    PyTorch (S4 trains its state matrix at a tenth of the network's rate). Weight decay keeps the
-    global rate. Every name must match at least one weight (`Variable.name`, e.g. "log_a_real")."""
+    """AdamW whose step for a weight named in `learning_rate_scales` ({name: factor}), or given
+    to `scale_variables`, is taken at the scheduled learning rate times that factor, as a
+    parameter group with its own rate in PyTorch (S4 trains its state matrix at a tenth of the
+    network's rate). Weight decay keeps the global rate. Every name must match at least one weight
+    (`Variable.name`, e.g. "skip")."""
 
     def __init__(self, learning_rate_scales=None, **kwargs):
         super().__init__(**kwargs)
         self.learning_rate_scales = dict(learning_rate_scales or {})
+        self._variable_scales = {}
+
+    def scale_variables(self, var_list, factor):
+        """Take the steps of the variables `var_list` at `factor` times the rate (called before
+        `build`, as `exclude_from_weight_decay` is)."""
+        self._variable_scales.update({self._var_key(v): factor for v in var_list})
 
     def build(self, variables):
         names = {variable.name for variable in variables}
@@ -64,8 +71,9 @@ class ScaledAdamW(keras.optimizers.AdamW):
                               "no weight of the model is called",
                               f"names of the model's weights, e.g. {', '.join(sorted(names)[:4])}",
                               "correct the name or drop it from train.learning_rate_scales")
-        self._scales = [self.learning_rate_scales.get(variable.name, 1.0)
-                        for variable in variables]
+        self._scales = [self._variable_scales.get(
+            self._var_key(variable), self.learning_rate_scales.get(variable.name, 1.0))
+            for variable in variables]
         super().build(variables)
 
     def update_step(self, gradient, variable, learning_rate):
@@ -76,14 +84,21 @@ class ScaledAdamW(keras.optimizers.AdamW):
         return {**super().get_config(), "learning_rate_scales": self.learning_rate_scales}
 
 
-def make_optimizer(train):
+def make_optimizer(train, state_space=()):
     """AdamW as in LRA (b1 0.9, b2 0.98, eps 1e-9, decoupled weight decay, optional clipping),
-    `ScaledAdamW` where train.learning_rate_scales names weights; wrapped in a loss-scale
-    optimizer under mixed_float16."""
-    scaled = {"learning_rate_scales": train.learning_rate_scales} \
-        if train.learning_rate_scales else {}
+    `ScaledAdamW` where train.learning_rate_scales names weights or the state-space weights take
+    their own rate; wrapped in a loss-scale optimizer under mixed_float16.
+
+    Args:
+        train: TrainConfig.
+        state_space: the model's state-space variables (`models.state_space_variables`), which
+            take train.state_space_learning_rate_scale times the rate, and no weight decay where
+            train.state_space_weight_decay is false. Default: none.
+    """
+    scaled = bool(train.learning_rate_scales) or (
+        bool(state_space) and train.state_space_learning_rate_scale != 1.0)
     optimizer = (ScaledAdamW if scaled else keras.optimizers.AdamW)(
-        **scaled,
+        **({"learning_rate_scales": train.learning_rate_scales} if scaled else {}),
         learning_rate=make_schedule(train),
         weight_decay=train.weight_decay,
         beta_1=0.9,
@@ -91,6 +106,25 @@ def make_optimizer(train):
         epsilon=1e-9,
         global_clipnorm=train.grad_clip,
     )
+    if scaled and state_space:
+        optimizer.scale_variables(state_space, train.state_space_learning_rate_scale)
+    if state_space and not train.state_space_weight_decay:
+        optimizer.exclude_from_weight_decay(var_list=list(state_space))
     if train.precision == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
+
+
+def describe_groups(train, state_space):
+    """The optimiser's groups as the run states them (printed and in metrics.json):
+    {"state_space": {"weights": [names], "variables": n, "learning_rate_scale": f,
+    "weight_decay": bool}}, or {}
+    for a model without state-space weights."""
+    if not state_space:
+        return {}
+    return {"state_space": {
+        "weights": sorted({v.name for v in state_space}),
+        "variables": len(state_space),
+        "learning_rate_scale": train.state_space_learning_rate_scale,
+        "weight_decay": train.state_space_weight_decay and bool(train.weight_decay),
+    }}

@@ -100,12 +100,15 @@ RANGES = {
         "checkpoint_every": count(1),
         "keep_checkpoints": count(1, 1000),
         "log_every": count(1),
+        "state_space_learning_rate_scale": Range(0, math.inf, low_open=True, high_open=True,
+                                                 fix="a positive factor such as 0.1"),
         "seed": count(0, 2**32 - 1),
     },
 }
 
 # The settings whose huge values are accepted and left to a later check, with that check.
 ACCEPTED_LATER = {
+    "train.state_space_learning_rate_scale": "accepted, as train.learning_rate is: a factor of it",
     "train.learning_rate": "accepted (no shape or memory depends on it); the loss or the weights "
                            "ceasing to be finite stop the run at that step (exit 1, 'lower "
                            "train.learning_rate')",

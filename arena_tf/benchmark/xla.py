@@ -18,7 +18,7 @@ import tempfile
 from arena_tf import files
 from arena_tf.benchmark import isolated, machine, timing
 from arena_tf.benchmark.layer_sweep import lra_params
-from arena_tf.encoder import gelu
+from arena_tf.blocks import gelu
 
 MATMUL_SIZES = (1024, 2048, 4096)
 PLAN_PATTERN = re.compile(r"Total bytes used: (\d+)")

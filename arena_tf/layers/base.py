@@ -69,6 +69,9 @@ class Attention(keras.layers.Layer):
     # What a mechanism sizes by max_len (for the error at a longer input); "" where no weight has
     # a length in its shape, and then max_len defaults to None (any length).
     length_sized = ""
+    # Names of the weights that make a state space (its state matrix, step sizes), which S4 and S5
+    # train at their own rate and without weight decay (`arena_tf.schedules.make_optimizer`).
+    state_space_weights = ()
 
     def __init__(
         self,
@@ -104,9 +107,13 @@ class Attention(keras.layers.Layer):
             dense = self._dense(inner, name)
             dense.build(input_shape)
             setattr(self, f"{name}_dense", dense)
-        self.output_dense = self._dense(width, "output")
+        self.output_dense = self._dense(self.output_units(width), "output")
         self.output_dense.build(tuple(input_shape[:-1]) + (inner,))
         self.build_mechanism(input_shape)
+
+    def output_units(self, width):
+        """Width of the output projection for an input `width` wide: the input's own."""
+        return width
 
     def _dense(self, units, name):
         """A projection under the layer's own dtype policy (not the global one)."""

@@ -90,6 +90,7 @@ class Mega(Attention):
 
     paper = "Ma et al. (2023), Mega: Moving Average Equipped Gated Attention"
     complexity = "O(L (c + log L) d + L e d)"
+    state_space_weights = ("alpha_logit", "delta_logit", "beta", "eta")
     projections = ("value",)
     has_attention_weights = False  # its attention reads queries and keys from the EMA's gates
 

@@ -122,6 +122,7 @@ class S4D(Mixer):
     paper = ("Gu et al. (2022), On the Parameterization and Initialization of Diagonal State "
              "Space Models")
     complexity = "O(L log L + L N) per channel"
+    state_space_weights = ("log_dt", "log_a_real", "a_imag")
 
     def __init__(self, state_size=64, init="lin", dt_min=0.001, dt_max=0.1, causal=False,
                  **kwargs):

@@ -159,6 +159,7 @@ class S5(Mixer):
 
     paper = "Smith et al. (2023), Simplified State Space Layers for Sequence Modeling"
     complexity = "O(L H P + L P log L) per layer"
+    state_space_weights = ("log_lambda_real", "lambda_imag", "log_dt")
 
     def __init__(self, state_size=64, dt_min=0.001, dt_max=0.1, causal=False, **kwargs):
         super().__init__(**kwargs)

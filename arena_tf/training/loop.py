@@ -27,9 +27,9 @@ import keras
 
 from arena_tf import files
 from arena_tf.host import cpu_model
-from arena_tf.models import build_classifier
+from arena_tf.models import build_classifier, state_space_variables
 from arena_tf.progress import Progress, duration
-from arena_tf.schedules import make_optimizer
+from arena_tf.schedules import describe_groups, make_optimizer
 from arena_tf.training import auto_precision, events, sessions, utilisation
 from arena_tf.training.errors import Interrupted, RunDirError, TrainingError
 from arena_tf.training.run_dir import (CHECKPOINT_FORMATS, RunLock, check_same_experiment,
@@ -114,8 +114,10 @@ class Loop:
         keras.utils.set_random_seed(self.train.seed)
         with self._scope():
             self.model = build_classifier(config.model, remat=config.train.remat)
-            self.optimizer = make_optimizer(self.train)
+            state_space = state_space_variables(self.model)
+            self.optimizer = make_optimizer(self.train, state_space)
             self.optimizer.build(self.model.trainable_variables)
+        self.optimizer_groups = describe_groups(self.train, state_space)
         self.running = None  # the step under way (1-based), for error messages
         self._seconds_before, self._began = 0.0, None  # training time of earlier sessions; start
         self._sessions = []  # [(start step, device)] of the run's sessions, this one last
@@ -320,6 +322,11 @@ class Loop:
                                   (start, self.distribution.device())]
                 for key, change in changed.items():
                     self.say(f"resuming with {key} changed: {change}")
+                for name, group in self.optimizer_groups.items():
+                    self.say(f"optimizer group {name}: {', '.join(group['weights'])} "
+                             f"({group['variables']} variables) at "
+                             f"{group['learning_rate_scale']:g} x the learning rate, "
+                             f"{'with' if group['weight_decay'] else 'without'} weight decay")
                 self._commit(changed)
                 self.writers = self._open_writers()
                 events.write_run_record(self.writers["run"], self.config.to_yaml(),
@@ -420,6 +427,8 @@ class Loop:
         self.metrics = {
             "task": self.config.task.name,
             "model": self.config.model.attention,
+            "block": self.config.model.block,
+            "optimizer_groups": self.optimizer_groups,
             "steps": self.current_step(),
             "trained_steps": trained.steps,
             "test_accuracy": test["accuracy"],

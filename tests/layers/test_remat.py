@@ -9,7 +9,7 @@ import pytest
 
 from keras import ops
 
-from arena_tf.encoder import TransformerBlock
+from arena_tf.blocks import TransformerBlock
 from arena_tf.remat import SEED_STATE
 from tests.layers.gradients import gradients
 

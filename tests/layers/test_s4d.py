@@ -15,9 +15,13 @@ pytestmark = pytest.mark.float64
 
 
 def s4d_step_by_step(layer, x, mask):
-    """x_t = exp(dt A) x_{t-1} + (exp(dt A) - 1) / A u_t, y_t = 2 Re(C x_t) + D u_t per channel,
-    plus the same over the reversed sequence with the second C when bidirectional."""
-    u = mixer_input(layer, x, mask)
+    return mixer_output(layer, s4d_recurrence(layer, mixer_input(layer, x, mask)))
+
+
+def s4d_recurrence(layer, u):
+    """x_t = exp(dt A) x_{t-1} + (exp(dt A) - 1) / A u_t, y_t = 2 Re(C x_t) + D u_t per channel
+    of u [batch, L, channels], plus the same over the reversed sequence with the second C when
+    bidirectional."""
     a = as_complex(-ops.exp(layer.log_a_real), layer.a_imag)  # [channels, modes]
     dt = ops.cast(ops.exp(layer.log_dt), "complex128")
     decay = ops.exp(dt * a)
@@ -29,7 +33,7 @@ def s4d_step_by_step(layer, x, mask):
         states = diagonal_recurrence(ops.cast(sequence, "complex128")[..., None], decay, gain)
         out = 2 * ops.real(ops.sum(c * states, axis=-1))
         y = y + (out if direction == 0 else ops.flip(out, axis=1))
-    return mixer_output(layer, y)
+    return y
 
 
 @pytest.mark.parametrize("init", ["lin", "inv"])

@@ -17,8 +17,13 @@ pytestmark = pytest.mark.float64
 
 
 def s5_step_by_step(layer, x, mask):
-    """x_t = Lambda_bar x_{t-1} + B_bar u_t, y_t = 2 Re(C x_t) + D u_t over one shared state."""
-    u = ops.cast(mixer_input(layer, x, mask), "complex128")
+    return mixer_output(layer, s5_recurrence(layer, mixer_input(layer, x, mask)))
+
+
+def s5_recurrence(layer, u):
+    """x_t = Lambda_bar x_{t-1} + B_bar u_t, y_t = 2 Re(C x_t) + D u_t over one shared state, for
+    u [batch, L, channels]."""
+    u = ops.cast(u, "complex128")
     lam = as_complex(-ops.exp(layer.log_lambda_real), layer.lambda_imag)  # [modes]
     dt = ops.cast(ops.exp(layer.log_dt), "complex128")
     decay = ops.exp(dt * lam)
@@ -31,7 +36,7 @@ def s5_step_by_step(layer, x, mask):
         states = diagonal_recurrence(sequence, decay, 1.0)
         out = 2 * ops.real(apply(c, states))
         y = y + (out if direction == 0 else ops.flip(out, axis=1))
-    return mixer_output(layer, y)
+    return y
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -92,7 +92,8 @@ class Block(keras.layers.Layer):
         self.attention_name = attention
         self.attention_params = dict(attention_params)
         self.num_heads, self.head_dim, self.mlp_dim = num_heads, head_dim, mlp_dim
-        self.dropout_rate, self.attention_dropout, self.max_len = dropout, attention_dropout, max_len
+        self.dropout_rate, self.attention_dropout = dropout, attention_dropout
+        self.max_len = max_len
         self.seed = seed
         self.attention = attention_layers.get(
             attention, num_heads=num_heads, head_dim=head_dim, max_len=max_len,
@@ -199,7 +200,7 @@ class StateSpaceBlock(Block):
 
 @SERIALIZABLE
 class S4Block(StateSpaceBlock):
-    """S4's post-norm residual block: LN(x + dropout(state space(x) -> GELU -> Dense(2H) -> GLU))."""
+    """S4's post-norm residual block: LN(x + dropout(GLU(Dense(2H)(GELU(state space(x))))))."""
 
     mixer_params = {"project_input": False, "output_gate": "glu"}
     prenorm = False

@@ -8,6 +8,7 @@ import inspect
 
 import arena_tf.layers as layers
 from arena_tf import cli
+from arena_tf.config import CONFIGS_DIR, read_yaml
 from arena_tf.layers.base import Attention
 from arena_tf.markdown import replace_section
 
@@ -21,11 +22,21 @@ def mechanism_params(cls):
     return ", ".join(f"`{p.name}={p.default!r}`" for p in own) or "none"
 
 
+def block_of(name, configs_dir=CONFIGS_DIR):
+    """The encoder block `--model=NAME` trains in (configs/models/NAME.yaml's model.block, else
+    the Transformer's)."""
+    path = configs_dir / "models" / f"{name}.yaml"
+    model = (read_yaml(path, ["model", "train"]) if path.is_file() else {}).get("model") or {}
+    return model.get("block", "transformer")
+
+
 def table():
-    rows = ["| mechanism | paper | cost | parameters (defaults) |", "|---|---|---|---|"]
+    rows = ["| mechanism | paper | cost | block (`model.block`) | parameters (defaults) |",
+            "|---|---|---|---|---|"]
     for name in layers.available():
         cls = layers.lookup(name)
-        rows.append(f"| `{name}` | {cls.paper} | {cls.complexity} | {mechanism_params(cls)} |")
+        rows.append(f"| `{name}` | {cls.paper} | {cls.complexity} | `{block_of(name)}` | "
+                    f"{mechanism_params(cls)} |")
     return "\n".join(rows)
 
 

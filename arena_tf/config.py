@@ -181,6 +181,10 @@ class TrainConfig:
     # 0.001 against 0.01) without weight decay: 0.1 and false.
     state_space_learning_rate_scale: float = 1.0
     state_space_weight_decay: bool = True
+    # 0: every training batch padded to the task's max_len; N: training examples grouped by length
+    # into N buckets up to max_len, each batch cut to its bucket's length (Task.dataset), for the
+    # tasks with padding; evaluation batches stay padded to max_len.
+    length_buckets: int = 0
     seed: int = 0
 
     def __post_init__(self):

@@ -18,6 +18,8 @@ COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#800000", "#ff00ff", "#004d40", "#827717")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "p")
 CHANCE_STYLE = {"color": "#555555", "linestyle": ":", "linewidth": 1.2}
+REFERENCE_STYLES = ({"color": "#999999", "linestyle": "--", "linewidth": 1.0},
+                    {"color": "#999999", "linestyle": "-.", "linewidth": 1.0})
 
 
 def series_styles(labels, dashed=()):
@@ -32,6 +34,13 @@ def series_styles(labels, dashed=()):
 def chance_line(axes, chance, label=None):
     """A horizontal dotted line at `chance` (in the axis' units), labelled for the legend."""
     axes.axhline(chance, label=label or f"chance ({chance:.1f})", **CHANCE_STYLE)
+
+
+def reference_lines(axes, levels):
+    """Horizontal grey lines at the values of `levels` ({label: value}, in the axis' units), each
+    in its own dash: what a simple rule scores, for a learning curve to be read against."""
+    for index, (label, value) in enumerate(levels.items()):
+        axes.axhline(value, label=label, **REFERENCE_STYLES[index % len(REFERENCE_STYLES)])
 
 
 def at_least(axes, axis, span, bounds=(None, None)):

@@ -100,6 +100,7 @@ RANGES = {
         "checkpoint_every": count(1),
         "keep_checkpoints": count(1, 1000),
         "log_every": count(1),
+        "length_buckets": count(0, 1024),
         "state_space_learning_rate_scale": Range(0, math.inf, low_open=True, high_open=True,
                                                  fix="a positive factor such as 0.1"),
         "seed": count(0, 2**32 - 1),

@@ -194,8 +194,13 @@ def tokens(text):
 def evaluate(text):
     """The value (0-9) of a ListOps expression, with or without parentheses; ValueError if
     malformed."""
-    frames = []  # open operators: (operator, argument values)
-    done = []
+    return read_to_level(parse(text), math.inf, {})
+
+
+def parse(text):
+    """The tree of a ListOps expression, parentheses or not: a value (int) or (operator,
+    [subtrees]); ValueError if malformed."""
+    frames, done = [], []
     for token in tokens(text):
         target = frames[-1][1] if frames else done
         if token in OPERATIONS:
@@ -203,13 +208,48 @@ def evaluate(text):
         elif token in VALUES:
             target.append(int(token))
         elif token == END and frames and frames[-1][1]:
-            operator, arguments = frames.pop()
-            (frames[-1][1] if frames else done).append(OPERATIONS[operator](arguments))
+            node = frames.pop()
+            (frames[-1][1] if frames else done).append(node)
         else:
             raise ValueError(f"malformed ListOps at token {token!r} in {text[:80]!r}")
     if frames or len(done) != 1:
         raise ValueError(f"malformed ListOps: unclosed operator or not one value in {text[:80]!r}")
     return done[0]
+
+
+def read_to_level(tree, level, usual):
+    """The value of `tree` read down to `level` operators below the root: the operators there
+    replaced by `usual[operator]` (their arguments unread), those above evaluated from their
+    arguments, values read as they are. Level 0 reads only the root operator; level 1 evaluates
+    the root over its direct children."""
+    if isinstance(tree, int):
+        return tree
+    operator, arguments = tree
+    if level == 0:
+        return usual[operator]
+    return OPERATIONS[operator]([read_to_level(a, level - 1, usual) for a in arguments])
+
+
+def usual_values(trees, level):
+    """{operator: its most common value (the smallest of a tie)} over the operators `level`
+    below the roots of `trees`; operators never seen there get the most common value of all."""
+    counts = {operator: [0] * len(VALUES) for operator in OPERATORS}
+
+    def visit(tree, depth):
+        if isinstance(tree, int):
+            return tree
+        operator, arguments = tree
+        value = OPERATIONS[operator]([visit(a, depth + 1) for a in arguments])
+        if depth == level:
+            counts[operator][value] += 1
+        return value
+
+    for tree in trees:
+        visit(tree, 0)
+    overall = [sum(c[v] for c in counts.values()) for v in range(len(VALUES))]
+    return {operator: max(range(len(VALUES)), key=lambda v: (c[v], -v)) if any(c)
+            else max(range(len(VALUES)), key=lambda v: (overall[v], -v))
+            for operator, c in counts.items()}
 
 
 def _digest(text):

@@ -20,6 +20,12 @@ from arena_tf.reproduce.results import RESULTS, TRAIN_WINDOWS, command_of, read_
 from arena_tf.reproduce.suites import BOOKKEEPING, SUITES, load_suite, plan, suite_paths
 
 REPORT = RESULTS.parent / "report.md"
+# `python -m arena_tf.analysis listops-baselines data/listops --out ...`: what rules reading a tree
+# only so far score on the generated ListOps data's test split.
+LISTOPS_RULES = RESULTS.parent / "listops-baselines.json"
+# The rule levels drawn beside every ListOps row: the root operator alone, the root over its
+# direct children (where the state-space papers' ListOps numbers are).
+SHOWN_LEVELS = ("0", "1")
 README_SUITES = ("cpu-listops", "cpu-pathfinder", "pathfinder-intermediate")  # the README's summary
 
 
@@ -121,10 +127,30 @@ def suite_heading(suite):
     return text
 
 
-def plot_curves(name, rows, path):
+def listops_rules(suite, task, recorded=LISTOPS_RULES):
+    """{label: accuracy %} of the ListOps rules recorded in `recorded` for a suite `task` that
+    reads the default generated ListOps data (no data_dir, no generator_spec of its own); {}
+    otherwise or where nothing is recorded."""
+    if task != "listops" or suite is None or suite.data_dir or any(
+            "generator_spec" in value for value in suite.overrides):
+        return {}
+    rules = files.read_json(recorded)
+    if not rules:
+        return {}
+    return {f"{rules['names'][level]} rule ({100 * rules['levels'][level]:.1f}%)":
+            100 * rules["levels"][level] for level in SHOWN_LEVELS}
+
+
+def rules_line(rules):
+    """The report's sentence under a ListOps table: what the rules score on its test split."""
+    return (f"Rules on this data's test split ({LISTOPS_RULES.name}, `python -m arena_tf.analysis "
+            f"listops-baselines data/listops`): {', '.join(rules)}.\n")
+
+
+def plot_curves(name, rows, path, rules=None):
     """Validation accuracy (%) against step, one line per run (its own colour and marker), each
-    task's chance as a dotted line, on an axis at least 10 points tall (a run flat at chance stays
-    flat), to `path` (PNG)."""
+    task's chance as a dotted line, the `rules` ({label: accuracy %}) as grey dashed ones, on an
+    axis at least 10 points tall (a run flat at chance stays flat), to `path` (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -149,6 +175,7 @@ def plot_curves(name, rows, path):
     for task, chance in chances.items():
         plot_style.chance_line(axes, chance, f"chance{' ' + task if several else ''} "
                                              f"({chance:.1f}%)")
+    plot_style.reference_lines(axes, rules or {})
     plot_style.at_least(axes, "y", span=10.0, bounds=(0.0, 100.0))
     axes.set(xlabel="training step", ylabel="validation accuracy (%)",
              title=f"{name}: validation accuracy while training")
@@ -308,15 +335,19 @@ def render(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_run
         if suite:
             parts.append(suite_heading(suite))
         tables = task_tables(name, mine, suite, paused_dir)
+        rules = {}
         for task, text in tables:
             if len(tables) > 1:
                 parts.append(f"### {task}\n")
             parts.append(text + "\n")
+            rules = listops_rules(suite, task)
+            if rules:
+                parts.append(rules_line(rules))
         if mine:
             image = doc.parent / f"{name}.png"
             if plots:
                 image.parent.mkdir(parents=True, exist_ok=True)
-                plot_curves(name, mine, image)
+                plot_curves(name, mine, image, rules)
             parts.append(f"![{name} learning curves]({image.name})\n")
             parts.append(runs_table(mine) + "\n")
     parts.extend(attempts_section(rows))

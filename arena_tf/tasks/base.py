@@ -119,23 +119,45 @@ class Task(abc.ABC):
         """Build (generate) or check the task's data; return {split: {"examples": n,
         "labels": {label: count}}} for `python -m arena_tf.data prepare`."""
 
-    def dataset(self, split, batch_size, shuffle=None, repeat=False, drop_remainder=None):
-        """Batched, prefetched pipeline with static shapes; shuffled (under the task's seed) for
-        training by default."""
+    def dataset(self, split, batch_size, shuffle=None, repeat=False, drop_remainder=None,
+                length_buckets=0):
+        """Batched, prefetched pipeline; shuffled (under the task's seed) for training by default.
+
+        Args:
+            split: "train", "validation" or "test".
+            batch_size: int, examples per batch.
+            shuffle: bool, whether to shuffle (a 10,000-example buffer, reshuffled each epoch);
+                default: for train only.
+            repeat: bool, endless (batches then run across epochs); default False.
+            drop_remainder: bool, whether to drop a last short batch; default: for train only.
+            length_buckets: int, 0 (default): every batch [batch, max_len] (static shapes);
+                N > 0: examples grouped by length into N buckets of equal width up to max_len
+                (`batches.bucket_lengths`), each batch cut to its bucket's length, so that a
+                compiled step sees at most N shapes and a short batch carries little padding.
+                Only for a task with padding (`padding_id`); a ValueError otherwise.
+        """
         import tensorflow as tf
 
         shuffle, drop_remainder = self._batching(split, shuffle, drop_remainder)
+        if length_buckets and self.padding_id is None:
+            raise ValueError(f"{self.name}: length_buckets={length_buckets}, but every token of "
+                             "this task is real (no padding to cut)")
         data = self.load_split(split)
         if shuffle:
             data = data.shuffle(10_000, seed=self.seed, reshuffle_each_iteration=True)
         if repeat:
             data = data.repeat()
-        data = data.batch(
-            batch_size,
-            drop_remainder=drop_remainder,
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,
-        )
+        if length_buckets:
+            data = batches.bucketed(data, batch_size, self.padding_id,
+                                    batches.bucket_lengths(self.max_len, length_buckets),
+                                    drop_remainder)
+        else:
+            data = data.batch(
+                batch_size,
+                drop_remainder=drop_remainder,
+                num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True,
+            )
         return data.prefetch(tf.data.AUTOTUNE)
 
     def batches(self, split, batch_size, shuffle=None, repeat=False, drop_remainder=None,

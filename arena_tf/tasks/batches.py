@@ -121,3 +121,37 @@ def require_tensorflow(task, numpy_tasks=()):
             f"({', '.join(numpy_tasks) or 'none'})",
         ) from None
 
+
+
+def bucket_lengths(max_len, buckets):
+    """The lengths of `buckets` buckets of equal width up to max_len: [250, 500, ..., 2000] for
+    2000 and 8."""
+    return [-(-max_len * (i + 1) // buckets) for i in range(buckets)]
+
+
+def bucketed(data, batch_size, padding_id, lengths, drop_remainder):
+    """tf.data batches of `data` (unbatched (inputs [max_len] or a tuple of them, label), padded
+    at the end with `padding_id`) grouped by the bucket of their real length (the last real
+    position of the longest input), each cut to that bucket's length: tf.data's
+    `group_by_window`, so an example waits in its bucket's window until `batch_size` of its
+    length have come (one window per bucket at most)."""
+    import tensorflow as tf
+
+    bounds = tf.constant(lengths, tf.int32)
+
+    def real_length(ids):
+        real = tf.cast(tf.where(ids != padding_id), tf.int32)
+        return tf.reduce_max(tf.concat([real[:, 0] + 1, [1]], 0))
+
+    def key(inputs, label):
+        longest = tf.reduce_max([real_length(ids) for ids in as_tuple(inputs)])
+        return tf.cast(tf.searchsorted(bounds, [longest])[0], tf.int64)
+
+    def cut(bucket):
+        length = bounds[bucket]
+        return lambda inputs, labels: (map_inputs(lambda ids: ids[:, :length], inputs), labels)
+
+    def reduce(bucket, window):
+        return window.batch(batch_size, drop_remainder=drop_remainder).map(cut(bucket))
+
+    return data.group_by_window(key, reduce, window_size=batch_size)

@@ -27,6 +27,8 @@ kept); `encode_input` tokenizes an expression as load_split does.
 """
 
 import collections
+import dataclasses
+import itertools
 import logging
 import os
 
@@ -358,3 +360,51 @@ def _count(number, noun):
 def _has_header(path):
     with open(path, "rb") as f:
         return f.readline().rstrip(b"\r\n").decode("utf-8", "replace") == HEADER
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleBaselines:
+    """What rules that read a ListOps tree only so far score on a split (`rule_baselines`).
+
+    majority: (the most common value of the fitted trees, its accuracy on the scored ones);
+    levels: {level: accuracy} of `generator.read_to_level` at each level (0: the root operator
+    alone; 1: the root over its direct children), the usual values fitted on `fitted` trees of
+    the train split and scored on the `scored` trees of the test split.
+    """
+
+    majority: tuple
+    levels: dict
+    fitted: int
+    scored: int
+
+
+# Rule levels `listops-baselines` scores by default, and the names the report gives them.
+RULE_LEVELS = {0: "root operator", 1: "root over its children", 2: "two levels", 3: "three levels"}
+
+
+def rule_baselines(task, levels=tuple(RULE_LEVELS), fit_trees=10_000):
+    """`RuleBaselines` of `task`'s data (its files, generated first where absent): the usual
+    values fitted on the first `fit_trees` trees of the train split, every tree of the test split
+    scored. The data's checks apply (BadDataError at a malformed line)."""
+    files = task.files()
+    fitted = list(itertools.islice(_trees(files["train"]), fit_trees))
+    scored = list(_trees(files["test"]))
+    labels = collections.Counter(label for _, label in fitted)
+    common = max(labels, key=lambda value: (labels[value], -value))
+    accuracy = {}
+    for level in levels:
+        usual = generator.usual_values([tree for tree, _ in fitted], level)
+        hits = sum(generator.read_to_level(tree, level, usual) == label for tree, label in scored)
+        accuracy[level] = hits / len(scored)
+    majority = sum(label == common for _, label in scored) / len(scored)
+    return RuleBaselines((common, majority), accuracy, len(fitted), len(scored))
+
+
+def _trees(path):
+    """(tree, value) of each line of a checked split file."""
+    with open(path, encoding="ascii") as lines:
+        if _has_header(path):
+            lines.readline()
+        for line in lines:
+            expression, value = line.rstrip("\r\n").split("\t")
+            yield generator.parse(expression), int(value)

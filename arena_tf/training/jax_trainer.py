@@ -28,6 +28,7 @@ import keras
 from keras import ops
 
 from arena_tf import files
+from arena_tf.config import ConfigError
 from arena_tf.tasks import SPLITS
 from arena_tf.training import events
 from arena_tf.training.errors import StrategyError, TrainingError, first_line
@@ -113,6 +114,11 @@ class Trainer(Loop):
         return self.distribution.scope()
 
     def _after_build(self):
+        if self.train.length_buckets:
+            raise ConfigError(f"train.length_buckets={self.train.length_buckets} groups batches "
+                              "by length with tf.data, which the JAX trainer does not read",
+                              "train.length_buckets=0 under KERAS_BACKEND=jax",
+                              "drop it, or train with KERAS_BACKEND=tensorflow")
         if self.train.batch_size % self.distribution.replicas:
             raise StrategyError(
                 f"train.batch_size={self.train.batch_size} does not split over "

@@ -104,7 +104,8 @@ class Trainer(Loop):
         return self._distributed_step(iterator).numpy()
 
     def _train_stream(self, start):
-        data = self.task.dataset("train", self.train.batch_size, repeat=True).skip(start)
+        data = self.task.dataset("train", self.train.batch_size, repeat=True,
+                                 length_buckets=self.train.length_buckets).skip(start)
         return iter(self._distribute(data))
 
     @tf.function

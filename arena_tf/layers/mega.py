@@ -16,9 +16,14 @@ For input X [batch, L, width]:
    covers the sequence gives Mega's full attention).
 4. H = silu(candidate + (r * attention) W_h); Mega's output is phi * H + (1 - phi) * X.
 
-This layer returns phi * (H - X): the encoder block's residual connection adds X, so the block
-computes Mega's output exactly. Widths: Z and the queries and keys have `head_dim` dimensions,
-V and r have `num_heads * head_dim` (the base's value and output projections are W_v and W_h).
+This layer returns phi * (H - X) for its input X: a block that adds the same X back computes Mega's
+output, phi * H + (1 - phi) * X. Mega's own block (`model.block: mega`, `arena_tf.blocks`) is
+post-norm, so X is the block's input and the sum is Mega's gated residual exactly; inside the
+Transformer's pre-norm block X is LN(x), and the block computes x + phi * (H - LN(x)), where Mega's
+pre-norm variant computes x + phi * (H - x).
+
+Widths: Z and the queries and keys have `head_dim` dimensions, V and r have `num_heads * head_dim`
+(the base's value and output projections are W_v and W_h).
 Padded positions are zeroed before the EMA and excluded as keys.
 
 Time O(L (c + ema_dim) d + L log L d) for chunk c; memory O(L c + L ema_dim d).

@@ -20,9 +20,12 @@ the same B_bar u and its own C; `causal=True` keeps the forward scan only.
 Exports trace the same recurrence as long convolutions of B_bar u with the powers Lambda_bar^l
 (`long_conv.export_form`, no scan): equal to rounding, tested.
 
-Initialisation as in S5: Lambda from the eigenvalues of the normal part of HiPPO-LegS (real parts
--1/2), B and C Lecun-normal, mapped by the eigenvectors V (B_tilde = V^-1 B, C_tilde = C V); dt
-log-uniform in [dt_min, dt_max] per mode; D standard normal.
+Initialisation as in S5 (github.com/lindermanlab/S5, s5/ssm.py and its training script): Lambda
+from the eigenvalues of the normal part of HiPPO-LegS (real parts -1/2), of size P / J tiled over
+J blocks (`blocks`) with block-diagonal eigenvectors V; B real Lecun-normal over (P, H) and C
+complex Lecun-normal over (H, P, 2), mapped by V (B_tilde = V^-1 B, C_tilde = C V; S5 draws both
+from truncated normals of those variances, here plain normals); dt log-uniform in [dt_min, dt_max]
+per mode; D standard normal.
 
 Time O(L H P) for the projections into and out of the state plus O(L P) (associative) or
 O(L P log L) (doubling) for the scan; memory O(L P).
@@ -37,7 +40,7 @@ import numpy as np
 import keras
 from keras import initializers, ops
 
-from arena_tf.layers import long_conv
+from arena_tf.layers import checks, long_conv
 from arena_tf.layers import ops as aops
 from arena_tf.layers.mixer import Mixer, constant_initializer
 from arena_tf.layers.registry import register
@@ -59,8 +62,16 @@ def hippo_normal_eigen(state_size):
     return -0.5 + 1j * values[keep], vectors[:, keep]
 
 
-def lecun_complex(rng, shape, fan_in):
-    return (rng.normal(size=shape) + 1j * rng.normal(size=shape)) / math.sqrt(2 * fan_in)
+def blocked_hippo_eigen(state_size, blocks):
+    """S5's block-diagonal initialisation: the eigenvalues of HiPPO-N of size state_size / blocks
+    (`hippo_normal_eigen`, half of them) tiled `blocks` times, and the [state_size,
+    state_size / 2] eigenvector matrix with the block's eigenvectors on its diagonal."""
+    values, vectors = hippo_normal_eigen(state_size // blocks)
+    rows, columns = vectors.shape
+    diagonal = np.zeros((state_size, state_size // 2), complex)
+    for block in range(blocks):
+        diagonal[block * rows:(block + 1) * rows, block * columns:(block + 1) * columns] = vectors
+    return np.tile(values, blocks), diagonal
 
 
 def complex_product(a, b):
@@ -134,8 +145,10 @@ class S5(Mixer):
     """Multi-input multi-output diagonal state space by parallel scan.
 
     Args:
-        state_size: P, the size of the HiPPO matrix Lambda comes from (P / 2 complex modes are
-            kept; default 64).
+        state_size: P, the state size (P / 2 complex modes are kept; default 64).
+        blocks: J, the HiPPO-N blocks Lambda comes from (default 1): HiPPO-N of size P / J,
+            diagonalised, its eigenvalues tiled J times with block-diagonal eigenvectors (S5's
+            `--blocks`; its ListOps run takes P = 16 in J = 8 blocks).
         dt_min, dt_max: range of the log-uniform initial step sizes.
         causal: forward scan only; default False (bidirectional, for classification).
         **kwargs: the base `Attention` arguments (num_heads, head_dim, max_len, ...).
@@ -161,17 +174,25 @@ class S5(Mixer):
     complexity = "O(L H P + L P log L) per layer"
     state_space_weights = ("log_lambda_real", "lambda_imag", "log_dt")
 
-    def __init__(self, state_size=64, dt_min=0.001, dt_max=0.1, causal=False, **kwargs):
+    def __init__(self, state_size=64, blocks=1, dt_min=0.001, dt_max=0.1, causal=False,
+                 **kwargs):
         super().__init__(**kwargs)
         self.set_state_space(state_size, dt_min, dt_max, causal)
+        owner = type(self).__name__
+        self.blocks = checks.positive_int(owner, "blocks", blocks)
+        if state_size % (2 * blocks):
+            checks.fail(owner, "blocks", blocks, f"a divisor of state_size / 2 = {state_size // 2} "
+                        "(each block an even size, its modes in conjugate pairs)")
 
     def build_mechanism(self, input_shape):
-        modes, channels = self.state_size // 2, self.channels
-        eigenvalues, vectors = hippo_normal_eigen(self.state_size)
+        channels, size = self.channels, self.state_size
+        eigenvalues, vectors = blocked_hippo_eigen(size, self.blocks)
         rng = np.random.default_rng(self.seed)
-        b = vectors.conj().T @ lecun_complex(rng, (self.state_size, channels), channels)
-        c = np.stack([lecun_complex(rng, (channels, self.state_size), self.state_size) @ vectors
-                      for _ in range(self.directions)])
+        # S5's init: B real Lecun-normal over (P, H), C complex Lecun-normal over (H, P, 2) (fan-in
+        # P H), then B_tilde = V^-1 B and C_tilde = C V (V block-diagonal, unitary).
+        b = vectors.conj().T @ (rng.normal(size=(size, channels)) / math.sqrt(size))
+        c = np.stack([(rng.normal(size=(channels, size)) + 1j * rng.normal(size=(channels, size)))
+                      / math.sqrt(size * channels) @ vectors for _ in range(self.directions)])
         values = {"log_lambda_real": np.log(-eigenvalues.real), "lambda_imag": eigenvalues.imag,
                   "b_real": b.real, "b_imag": b.imag, "c_real": c.real, "c_imag": c.imag}
         for name, value in values.items():
@@ -179,7 +200,7 @@ class S5(Mixer):
                                                 initializer=constant_initializer(value)))
         log_dt = initializers.RandomUniform(math.log(self.dt_min), math.log(self.dt_max),
                                             seed=self.seed)
-        self.log_dt = self.add_weight(name="log_dt", shape=(modes,), initializer=log_dt)
+        self.log_dt = self.add_weight(name="log_dt", shape=(size // 2,), initializer=log_dt)
         self.skip = self.add_weight(name="skip", shape=(channels,), initializer=(
             initializers.RandomNormal(stddev=1.0, seed=self.seed + 1)))
 
@@ -206,3 +227,7 @@ class S5(Mixer):
                          - ops.einsum("blp,hp->blh", states[1], c_imag))
         return y
 
+    def get_config(self):
+        config = super().get_config()
+        config.update(blocks=self.blocks)
+        return config

@@ -89,3 +89,34 @@ def test_initial_eigenvalues_are_hippo_normal():
     np.testing.assert_allclose(values.real, -0.5)
     assert (values.imag > 0).all()
     np.testing.assert_allclose(normal @ vectors, vectors * values, atol=1e-10)
+
+
+def test_blocks_tile_hippo_normal_with_block_diagonal_eigenvectors():
+    """S5's ListOps state (P = 16 in J = 8 blocks): HiPPO-N of size 2, so every mode starts at
+    -1/2 + i sqrt(3)/2, each block's eigenvectors on the diagonal of V."""
+    values, vectors = s5.blocked_hippo_eigen(16, 8)
+    np.testing.assert_allclose(values, -0.5 + 0.5j * np.sqrt(3), atol=1e-12)
+    block_values, block_vectors = s5.hippo_normal_eigen(2)
+    for block in range(8):
+        rows, column = slice(2 * block, 2 * block + 2), vectors[:, block]
+        np.testing.assert_allclose(column[rows], block_vectors[:, 0])
+        assert not np.delete(column, np.arange(2 * block, 2 * block + 2)).any()
+    np.testing.assert_allclose(vectors.conj().T @ vectors, np.eye(8), atol=1e-12)
+
+
+def test_b_and_c_take_s5s_lecun_scales():
+    """B_tilde = V^-1 B with B Lecun-normal over (P, H): variance 1/P per entry (V unitary);
+    C_tilde = C V with C complex Lecun-normal over (H, P, 2): variance 1/(P H) per part."""
+    size, channels = 16, 256
+    layer = layers.get("s5", num_heads=1, head_dim=channels, state_size=size, blocks=8)
+    layer.build((1, 4, channels))
+    b = np.asarray(layer.b_real) + 1j * np.asarray(layer.b_imag)
+    c = np.asarray(layer.c_real) + 1j * np.asarray(layer.c_imag)
+    np.testing.assert_allclose(np.mean(np.abs(b) ** 2), 1 / size, rtol=0.1)
+    np.testing.assert_allclose(np.mean(c.real ** 2), 1 / (size * channels), rtol=0.1)
+    np.testing.assert_allclose(np.mean(c.imag ** 2), 1 / (size * channels), rtol=0.1)
+
+
+def test_blocks_must_split_the_modes_in_conjugate_pairs():
+    with pytest.raises(ValueError, match="blocks=3 is invalid; expected a divisor of"):
+        layers.get("s5", num_heads=1, head_dim=2, state_size=16, blocks=3)

@@ -182,8 +182,9 @@ class TrainConfig:
     state_space_learning_rate_scale: float = 1.0
     state_space_weight_decay: bool = True
     # 0: every training batch padded to the task's max_len; N: training examples grouped by length
-    # into N buckets up to max_len, each batch cut to its bucket's length (Task.dataset), for the
-    # tasks with padding; evaluation batches stay padded to max_len.
+    # into N buckets up to max_len, each batch cut to its bucket's length (Task.dataset under
+    # TensorFlow, Task.batches under JAX), for the tasks with padding; evaluation batches stay
+    # padded to max_len.
     length_buckets: int = 0
     seed: int = 0
 

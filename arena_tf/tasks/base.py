@@ -161,14 +161,27 @@ class Task(abc.ABC):
         return data.prefetch(tf.data.AUTOTUNE)
 
     def batches(self, split, batch_size, shuffle=None, repeat=False, drop_remainder=None,
-                start=0):
+                start=0, length_buckets=0):
         """The twin of `dataset` without TensorFlow (arena_tf/tasks/batches.py): an iterator of
         NumPy (inputs, labels) batches of the same structure and defaults, prefetched in
         background threads (a grain DatasetIterator: `close()` stops them); `start` skips the
         first `start` batches without reading them, so a resumed run continues the stream. The
         order is grain's global shuffle under the task's seed, not tf.data's 10,000-example
-        buffer."""
+        buffer. `length_buckets` N > 0 groups the examples by length into N buckets, each batch
+        cut to its bucket's length (`batches.bucketed_stream`: shuffled, endless and without
+        short batches, for training; a ValueError otherwise or for a task without padding)."""
         shuffle, drop_remainder = self._batching(split, shuffle, drop_remainder)
+        if length_buckets:
+            if self.padding_id is None:
+                raise ValueError(f"{self.name}: length_buckets={length_buckets}, but every token "
+                                 "of this task is real (no padding to cut)")
+            if not (shuffle and repeat and drop_remainder):
+                raise ValueError("length_buckets makes training batches: shuffled, endless, "
+                                 "without a short batch")
+            return batches.bucketed_stream(
+                self.held_arrays(split), batch_size, self.padding_id,
+                batches.bucket_lengths(self.max_len, length_buckets), seed=self.seed,
+                start=start)
         return batches.stream(self.held_arrays(split), batch_size, seed=self.seed,
                               shuffle=shuffle, repeat=repeat, drop_remainder=drop_remainder,
                               start=start)

@@ -74,6 +74,64 @@ def stream(arrays, batch_size, *, seed, shuffle, repeat, drop_remainder, start=0
     return iterator
 
 
+def bucketed_stream(arrays, batch_size, padding_id, lengths, *, seed, start=0):
+    """An endless iterator of training batches grouped by length (`Task.batches` with
+    length_buckets), as `bucketed` groups tf.data's: each example goes to the bucket of its real
+    length (`lengths`, the buckets' upper ends), and each batch is cut to its bucket's length.
+
+    Epoch e: the examples in an order drawn from (seed, e), each bucket's run of that order cut
+    into full batches (a bucket's last short batch is left out, as training drops a short batch),
+    the batches of all buckets then in an order drawn from the same stream. Every epoch holds the
+    same number of batches, so batch k is a function of k alone and `start` skips by arithmetic,
+    as `stream` does.
+    """
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ValueError(f"start={start!r}; expected a batch number >= 0")
+    import grain
+
+    inputs, labels = arrays
+    longest = np.max([real_lengths(ids, padding_id) for ids in as_tuple(inputs)], axis=0)
+    bucket_of = np.searchsorted(np.asarray(lengths), longest)
+    per_epoch = int(sum(np.bincount(bucket_of, minlength=len(lengths)) // batch_size))
+    if per_epoch == 0:
+        raise ValueError(f"no length bucket holds {batch_size} examples; expected a batch size "
+                         f"at most the examples of one bucket")
+    plans = {}
+
+    def plan(epoch):
+        """[(rows, bucket)] of the epoch's batches, in order."""
+        if epoch not in plans:
+            rng = np.random.default_rng([shuffle_seed(seed), epoch])
+            order = rng.permutation(len(labels))
+            batches = []
+            for bucket in range(len(lengths)):
+                members = order[bucket_of[order] == bucket]
+                full = len(members) // batch_size * batch_size
+                batches.extend((members[i:i + batch_size], bucket)
+                               for i in range(0, full, batch_size))
+            plans.clear()  # one epoch held at a time
+            plans[epoch] = [batches[i] for i in rng.permutation(len(batches))]
+        return plans[epoch]
+
+    def make(index):
+        rows, bucket = plan(index // per_epoch)[index % per_epoch]
+        ids, chosen = gather(inputs, labels, np.sort(rows))
+        return map_inputs(lambda x: x[:, :lengths[bucket]], ids), chosen
+
+    batches = grain.MapDataset.range(start, 2**62).map(make)
+    iterator = iter(batches.to_iter_dataset(
+        grain.ReadOptions(num_threads=1, prefetch_buffer_size=PREFETCH)))
+    iterator.start_prefetch()
+    return iterator
+
+
+def real_lengths(ids, padding_id):
+    """The real length of each row of ids [N, max_len] padded at the end with `padding_id`: one
+    past its last other id (0 for a row of padding only)."""
+    real = ids != padding_id
+    return np.where(real.any(axis=1), ids.shape[1] - np.argmax(real[:, ::-1], axis=1), 0)
+
+
 def gather(inputs, labels, rows):
     """The examples at `rows` as one batch, inputs widened to int32."""
     return widen(map_inputs(lambda ids: ids[rows], inputs)), labels[rows]

@@ -28,7 +28,6 @@ import keras
 from keras import ops
 
 from arena_tf import files
-from arena_tf.config import ConfigError
 from arena_tf.tasks import SPLITS
 from arena_tf.training import events
 from arena_tf.training.errors import StrategyError, TrainingError, first_line
@@ -114,11 +113,6 @@ class Trainer(Loop):
         return self.distribution.scope()
 
     def _after_build(self):
-        if self.train.length_buckets:
-            raise ConfigError(f"train.length_buckets={self.train.length_buckets} groups batches "
-                              "by length with tf.data, which the JAX trainer does not read",
-                              "train.length_buckets=0 under KERAS_BACKEND=jax",
-                              "drop it, or train with KERAS_BACKEND=tensorflow")
         if self.train.batch_size % self.distribution.replicas:
             raise StrategyError(
                 f"train.batch_size={self.train.batch_size} does not split over "
@@ -182,7 +176,8 @@ class Trainer(Loop):
     # -- the loop's steps -------------------------------------------------------------------------
 
     def _train_stream(self, start):
-        return self.task.batches("train", self.train.batch_size, repeat=True, start=start)
+        return self.task.batches("train", self.train.batch_size, repeat=True, start=start,
+                                 length_buckets=self.train.length_buckets)
 
     def _train_step(self, stream):
         inputs, labels = self.distribution.place(next(stream))

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 import arena_tf.layers as layers
+from arena_tf.catalogue import block_of
 from arena_tf.config import ModelConfig
 from arena_tf.models import build_classifier
 from export.parity import Thresholds, expected_error
@@ -44,8 +45,10 @@ SMALL_PARAMS = {
 
 
 def tiny_config(mechanism, two_tower=False, **overrides):
-    """A one-layer ModelConfig of `mechanism` at LENGTH tokens."""
+    """A one-layer ModelConfig of `mechanism` at LENGTH tokens, in the block `--model` gives it
+    (configs/models/: the state-space mixers in their papers' blocks)."""
     fields = dict(attention=mechanism, attention_params=SMALL_PARAMS.get(mechanism, {}),
+                  block=block_of(mechanism),
                   num_layers=1, num_heads=2, emb_dim=16, qkv_dim=16, mlp_dim=32, max_len=LENGTH,
                   vocab_size=20, num_classes=3 if not two_tower else 2, dropout=0.0,
                   attention_dropout=0.0, two_tower=two_tower)

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from arena_tf import catalogue
+from arena_tf.config import BLOCKS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -82,8 +83,9 @@ def test_every_command_runs_and_takes_the_flags_the_readme_gives(environment, ar
         assert flag.split("=")[0] in shown.stdout + shown.stderr, f"{' '.join(head)} has no {flag}"
 
 
-def test_every_mechanism_names_its_paper_and_complexity():
+def test_every_mechanism_names_its_paper_complexity_and_block():
     for line in catalogue.table().splitlines()[2:]:
-        name, paper, complexity, _ = [cell.strip() for cell in line.strip("|").split("|")]
+        name, paper, complexity, block, _ = [cell.strip() for cell in line.strip("|").split("|")]
         assert re.search(r"\(\d{4}\)", paper), f"{name}: paper missing"
         assert complexity.startswith("O("), f"{name}: complexity missing"
+        assert block.strip("`") in BLOCKS, f"{name}: block {block} is not a model.block"

@@ -9,6 +9,7 @@ model.stablehlo.
     read_metadata("runs/text-performer/model.onnx")["sequence_length"]  # {'dynamic': True, ...}
 """
 
+import hashlib
 import json
 import pathlib
 
@@ -57,7 +58,18 @@ def build_metadata(source, precision, kind="saved_model"):
         "parameters": source.model.count_params(),
         "precision": precision,
         "source": str(source.model_path),
+        "source_sha256": source_digest(source.model_path),
     }
+
+
+def source_digest(path):
+    """The SHA-256 of the .keras file an artifact is exported from (hex): a run trained on after
+    its export holds another model.keras, and its artifacts then no longer stand for it."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        for chunk in iter(lambda: source.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def write_saved_model_metadata(directory, metadata):

@@ -16,9 +16,11 @@ import pathlib
 import numpy as np
 
 from arena_tf import cli
+from export import metadata as export_metadata
 from export.contract import (
     ONNX_ARTIFACTS, OPENVINO_ARTIFACTS, SAVED_MODEL_ARTIFACTS, STABLEHLO_ARTIFACTS,
 )
+from serving import artifacts
 from serving.registry import Registry
 
 PRECISIONS = ("fp32", "fp16", "bf16")  # the names of cli.PRECISIONS
@@ -55,7 +57,21 @@ def artifact_path(run_dir, runtime, precision, device="cpu"):
     if not path.exists():
         raise Unsupported(f"{path} is missing; expected the run exported for this runtime and "
                           f"precision; export it: python {cls.exporter} {run_dir}")
+    check_current(path, run_dir, cls.exporter)
     return path
+
+
+def check_current(path, run_dir, exporter):
+    """Unsupported when the artifact `path` was exported from another model.keras than the one
+    `run_dir` holds now (the run trained on after its export): serving it would time and score
+    the earlier model under this run's name. Artifacts whose metadata records no source digest
+    (exported before it was recorded) are not checked."""
+    recorded = artifacts.read_metadata(path).get("source_sha256")
+    model = pathlib.Path(run_dir) / "model.keras"
+    if recorded and model.is_file() and recorded != export_metadata.source_digest(model):
+        raise Unsupported(f"{path} was exported from an earlier {model} (the run trained on "
+                          "since); expected artifacts exported from the run's current model; "
+                          f"export it again: python {exporter} {run_dir}")
 
 
 class Runtime:

@@ -178,3 +178,12 @@ def test_every_exported_onnx_file_passes_the_full_checker(exported_linear, pixel
         assert {path.name for path in run_dir.glob("*.onnx")} == names
         for name in names:
             onnx.checker.check_model(onnx.load(str(run_dir / name)), full_check=True)
+
+
+def test_every_artifact_records_the_model_keras_it_was_exported_from(exported_linear):
+    from export.metadata import read_metadata, source_digest
+
+    run_dir, _ = exported_linear
+    digest = source_digest(run_dir / "model.keras")
+    for name in ("saved_model", "model.onnx", "model.fp16.onnx"):
+        assert read_metadata(run_dir / name)["source_sha256"] == digest, name

@@ -82,3 +82,29 @@ def test_metadata_is_read_from_every_artifact_kind(tiny_run):
         metadata = artifacts.read_metadata(tiny_run / name)
         assert metadata["max_len"] == MAX_LEN and metadata["input_names"] == ["tokens"]
     assert artifacts.read_metadata(tiny_run / "config.yaml") == {}
+
+
+def test_an_artifact_of_an_earlier_model_keras_is_not_served(tiny_run, tmp_path):
+    """The run trained on after its export (another model.keras): the artifact no longer stands
+    for the run, and saying so beats timing and scoring the earlier model under its name."""
+    import json
+    import shutil
+
+    import onnx
+
+    from export.metadata import source_digest
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(tiny_run / "model.keras", run / "model.keras")
+    proto = onnx.load(str(tiny_run / "model.onnx"))
+    recorded = {**artifacts.read_metadata(tiny_run / "model.onnx"),
+                "source_sha256": source_digest(run / "model.keras")}
+    onnx.helper.set_model_props(proto, {"arena_tf": json.dumps(recorded)})
+    onnx.save(proto, str(run / "model.onnx"))
+    assert runtimes.artifact_path(run, "onnxruntime", "fp32") == run / "model.onnx"
+    with open(run / "model.keras", "ab") as model:  # trained on: other bytes
+        model.write(b"\0")
+    with pytest.raises(Unsupported, match=r"model.onnx was exported from an earlier .*model.keras"
+                                          r".*export it again: python export/to_onnx.py"):
+        runtimes.artifact_path(run, "onnxruntime", "fp32")

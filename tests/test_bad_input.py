@@ -193,6 +193,14 @@ def merge_key_only_row(tmp):
     return ["arena_tf.reproduce", "merge", str(tmp / "results-1.json")]
 
 
+def merge_unknown_suite(tmp):
+    row = {"suite": "cpu-listop", "task": "listops", "mechanism": "full", "seed": 0,
+           "test_accuracy": 0.3, "best_val_accuracy": 0.3, "steps": 10, "train_seconds": 6.0,
+           "device": "CPU", "git_commit": "abc", "command": "python -m arena_tf.train"}
+    (tmp / "results-1.json").write_text(json.dumps([row]))
+    return ["arena_tf.reproduce", "merge", str(tmp / "results-1.json")]
+
+
 def report_truncated_metrics(tmp):
     """`benchmark report` over the repository's results, with our accuracies read from a run's
     metrics.json that was cut short; the report and its plots would go to tmp/report."""
@@ -588,6 +596,10 @@ CASES = {
         "`reproduce merge` of a row holding only its key fields (was: written, then every report "
         "failed with KeyError)", merge_key_only_row,
         "row 0 (cpu-listops/listops/full/7) is not a whole result: no test_accuracy"),
+    "reproduce-merge-unknown-suite": Case(
+        "`reproduce merge` of a whole row of a suite no file defines (was: merged, and the "
+        "report gained its section)", merge_unknown_suite,
+        "has a row of suite 'cpu-listop', which no suite file defines"),
     "data-rows-out-directory": Case(
         "`python -m arena_tf.data rows ... --out EXISTING_DIR` (was: exit 1)",
         lambda tmp: (tmp / "existing").mkdir() or [

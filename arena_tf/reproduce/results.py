@@ -17,7 +17,7 @@ from arena_tf import cli, files
 from arena_tf.config import read_run_config
 from arena_tf.locks import FileLock
 from arena_tf.reproduce.rows import check_rows
-from arena_tf.reproduce.suites import ROOT
+from arena_tf.reproduce.suites import ROOT, SUITES, suite_paths
 from arena_tf.training.loop import cpu_device
 
 RESULTS = ROOT / "docs" / "results" / "reproduction" / "results.json"
@@ -148,17 +148,19 @@ def without_reruns(row):
     return {name: value for name, value in row.items() if name != "reruns"}
 
 
-def merge(paths, results=RESULTS):
+def merge(paths, results=RESULTS, suites_dir=SUITES):
     """Record the rows of other results.json files (a lent machine's copies) that ours lacks, and
     the re-runs of our rows that ours lacks; the number of rows added or given re-runs. A row that
-    differs from ours (re-runs aside) under the same suite, task, mechanism and seed is refused in
-    one line before anything is written, never overwritten."""
+    differs from ours (re-runs aside) under the same suite, task, mechanism and seed, and a new
+    row of a suite no file of `suites_dir` (or archive/suites/) defines or of a mechanism the
+    registry lacks, is refused in one line before anything is written, never overwritten."""
     ours = {row_key(r): r for r in read_results(results)}
     new = {}
     for path in paths:
         for name, row in file_rows(path):  # in order: a second row of one key meets the first
             known = new.get(name, ours.get(name))
             if known is None:
+                check_named(row, path, suites_dir)
                 new[name] = row
                 continue
             if without_reruns(known) != without_reruns(row):
@@ -172,6 +174,21 @@ def merge(paths, results=RESULTS):
     if new:
         record_all(new.values(), results)
     return len(new)
+
+
+def check_named(row, path, suites_dir=SUITES):
+    """A one-line UsageError when `row` names a suite no suite file defines or a mechanism the
+    registry lacks (a misspelt row would otherwise add a section to the report)."""
+    import arena_tf.layers as layers  # Keras: only when there is a row to check
+
+    if row["suite"] not in suite_paths(suites_dir):
+        raise cli.UsageError(f"{path} has a row of suite {row['suite']!r}, which no suite file "
+                             "defines", f"rows of the suites of {suites_dir} (or archive/suites/)",
+                             "correct the row's suite, or add its suite file, then merge")
+    if row["mechanism"] not in layers.available():
+        raise cli.UsageError(f"{path} has a row of mechanism {row['mechanism']!r}, which is not "
+                             "registered", f"one of {', '.join(layers.available())}",
+                             "correct the row's mechanism, then merge")
 
 
 def file_rows(path):

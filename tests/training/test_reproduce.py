@@ -3,6 +3,7 @@ without --resume and continues it with it, records every finished run in results
 report is regenerated from results.json alone."""
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -19,7 +20,8 @@ from arena_tf.reproduce import paused_runs, report, reruns, running
 from arena_tf.reproduce import suites as suites_module
 from arena_tf.reproduce.__main__ import main as reproduce_main
 from arena_tf.reproduce.report import write as write_report
-from arena_tf.reproduce.results import TRAIN_WINDOWS, command_of, merge
+from arena_tf.reproduce.results import TRAIN_WINDOWS, command_of
+from arena_tf.reproduce.results import merge as merge_results
 from arena_tf.reproduce.running import pack_unfinished, rerun_rows
 from arena_tf.reproduce.suites import load_suite, plan
 from arena_tf.training.events import read_scalars
@@ -310,6 +312,8 @@ def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_p
     ones, skips the unchanged ones, and refuses a changed one (and a file that is not results) in
     one line, leaving results.json as it was."""
     ours, theirs = tmp_path / "results.json", tmp_path / "results-1.json"
+    (tmp_path / "tiny-listops.yaml").write_text("task: listops\nmechanisms: [linear, local]\n")
+    merge = functools.partial(merge_results, suites_dir=tmp_path)
     ours.write_text(json.dumps([result("linear", 0.36)]))
     theirs.write_text(json.dumps([result("linear", 0.36), result("local", 0.35)]))
     assert merge([theirs], ours) == 1
@@ -326,6 +330,12 @@ def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_p
         merge([tmp_path / "bad.json"], ours)
     theirs.write_text(json.dumps([result("full", 0.3), result("full", 0.9)]))  # one file, one key
     with pytest.raises(cli.UsageError, match="another result for tiny-listops/listops/full/0"):
+        merge([theirs], ours)
+    theirs.write_text(json.dumps([result("full", 0.3, suite="cpu-listop")]))
+    with pytest.raises(cli.UsageError, match="a row of suite 'cpu-listop', which no suite file"):
+        merge([theirs], ours)
+    theirs.write_text(json.dumps([result("nope", 0.3)]))
+    with pytest.raises(cli.UsageError, match="a row of mechanism 'nope', which is not registered"):
         merge([theirs], ours)
     assert ours.read_text() == before
     assert reproduce_main(["cpu-listops", str(theirs)]) == 2
@@ -427,8 +437,8 @@ def test_merge_adds_the_reruns_another_machine_made_of_our_rows(tmp_path):
     ours.write_text(json.dumps([result("linear", 0.36)]))
     rerun = {"test_accuracy": 0.35, "device": "NVIDIA H200 x1", "backend": "jax"}
     theirs.write_text(json.dumps([{**result("linear", 0.36), "reruns": [rerun]}]))
-    assert merge([theirs], ours) == 1
-    assert merge([theirs], ours) == 0
+    assert merge_results([theirs], ours) == 1
+    assert merge_results([theirs], ours) == 0
     assert json.loads(ours.read_text())[0]["reruns"] == [rerun]
 
 

@@ -11,6 +11,7 @@ from arena_tf.benchmark import (
 )
 
 RESULTS = pathlib.Path("docs/results/efficiency")
+DRY_RUNS = pathlib.Path("runs/benchmark/dry-run")  # where a gpu --dry-run writes by default
 MODELS = pathlib.Path(__file__).resolve().parents[2] / "configs" / "models"
 SWITCH_MODES = {"both": (False, True), "off": (False,), "on": (True,)}
 
@@ -178,13 +179,25 @@ def gpu_parser(commands):
     parser.add_argument("--memory-cap-gb", type=cli.positive_number, default=None,
                         help="skip a row whose estimated memory exceeds this (default: 90%% of "
                              "the GPU's memory)")
-    output_option(parser, RESULTS / "gpu.json")
-    parser.add_argument("--report", type=pathlib.Path, default=RESULTS / "gpu.md",
-                        help="the GPU tables generated from --output")
+    parser.add_argument("--output", type=pathlib.Path, default=None,
+                        help=f"the results (default {RESULTS / 'gpu.json'}; with --dry-run "
+                             f"{DRY_RUNS / 'gpu.json'}, so that a dry run never replaces them)")
+    parser.set_defaults(output_example="gpu.json")
+    parser.add_argument("--report", type=pathlib.Path, default=None,
+                        help=f"the GPU tables generated from --output (default "
+                             f"{RESULTS / 'gpu.md'}; with --dry-run {DRY_RUNS / 'gpu.md'})")
     parser.add_argument("--report-only", action="store_true",
                         help="measure nothing: regenerate --report from --output")
     parser.set_defaults(run=lambda options: (gpu.render_only if options.report_only
                                              else gpu.run)(options))
+
+
+def default_gpu_paths(options):
+    """gpu's --output and --report where not given: the committed results, or files under
+    DRY_RUNS for a --dry-run (its tiny sizes must not replace the GPU's numbers)."""
+    folder = DRY_RUNS if options.dry_run else RESULTS
+    options.output = options.output or folder / "gpu.json"
+    options.report = options.report or folder / "gpu.md"
 
 
 def report_parser(commands):
@@ -261,6 +274,8 @@ def main(argv=None):
     options = parse_args(argv)
 
     def measure():
+        if options.command == "gpu":
+            default_gpu_paths(options)
         check_outputs(options)
         options.run(options)
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from arena_tf.benchmark import gpu_report
-from arena_tf.benchmark.__main__ import main
+from arena_tf.benchmark.__main__ import DRY_RUNS, RESULTS, default_gpu_paths, main, parse_args
 
 
 def test_help_documents_the_command(capsys):
@@ -57,6 +57,16 @@ def test_under_another_backend_it_refuses_in_one_line(tmp_path, capsys):
     error = capsys.readouterr().err.strip()
     assert status == 2 and len(error.splitlines()) == 1
     assert "measures under JAX" in error and "KERAS_BACKEND=jax" in error
+
+
+def test_a_dry_run_writes_under_runs_unless_told_where():
+    for flags, folder in ((["--dry-run"], DRY_RUNS), ([], RESULTS)):
+        options = parse_args(["gpu", *flags])
+        default_gpu_paths(options)
+        assert (options.output, options.report) == (folder / "gpu.json", folder / "gpu.md")
+    options = parse_args(["gpu", "--dry-run", "--output", "a.json", "--report", "b.md"])
+    default_gpu_paths(options)
+    assert (str(options.output), str(options.report)) == ("a.json", "b.md")
 
 
 def test_without_results_every_table_reads_not_measured():

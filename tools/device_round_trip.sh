@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# There, on a lent GPU machine, from the repository root: reproduction runs under JAX, several jobs
+# There, on a GPU machine, from the repository root: reproduction runs under JAX, several jobs
 # side by side on the one GPU, then (if time is left) the layer benchmark under JAX; what they
 # produced is copied to $OUT.
 #
@@ -38,7 +38,7 @@ export ARENA_TF_COMMIT
 mkdir -p "$OUT" /tmp/arena_tf_jobs data
 # Several processes share the GPU: each takes memory as it needs it, not 75% up front.
 export KERAS_BACKEND=jax PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-if ! python3 -c "import keras, grain" 2>/dev/null; then  # the lent machine's image lacks them
+if ! python3 -c "import keras, grain" 2>/dev/null; then  # the GPU machine's image lacks them
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl || exit 1
     export PYTHONPATH=/tmp/site:${PYTHONPATH:-}

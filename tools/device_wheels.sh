@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Here, before a lent GPU machine's first call (see tools/device_round_trip.sh): download into .whl/
+# Here, before a GPU machine's first call (see tools/device_round_trip.sh): download into .whl/
 # the Python 3.12 wheels that machine lacks for the JAX trainer. Its image has JAX with CUDA,
 # NumPy, PyYAML, Pillow, Matplotlib and TensorBoard, but not Keras or grain. The versions are
 # constraints.txt's. It also writes .whl/COMMIT, this checkout's commit read from git ('+dirty' with
-# uncommitted changes to tracked files): the lent machine's copy has no git history, and its rows
+# uncommitted changes to tracked files): the GPU machine's copy has no git history, and its rows
 # name the commit from that file, never one typed by hand. Run it again before each call.
 set -euo pipefail
 cd "$(dirname "$0")/.."

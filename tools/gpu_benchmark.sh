@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# There, on a lent GPU machine (JAX with CUDA, no TensorFlow), from the repository root, in one
+# There, on a GPU machine (JAX with CUDA, no TensorFlow), from the repository root, in one
 # call: `python -m arena_tf.benchmark gpu` (about 8 minutes), its JSON and tables copied to $OUT.
 #
 #   here:  tools/device_wheels.sh      (before the call: .whl/ with Keras, and .whl/COMMIT from git)
@@ -18,7 +18,7 @@ OUT=${OUT:-/tmp/arena_tf_out}
 ARENA_TF_COMMIT=$(cat .whl/COMMIT)
 export ARENA_TF_COMMIT KERAS_BACKEND=jax PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
-if ! python3 -c "import keras" 2>/dev/null; then  # the lent machine's image lacks Keras
+if ! python3 -c "import keras" 2>/dev/null; then  # the GPU machine's image lacks Keras
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl || exit 1
     export PYTHONPATH=/tmp/site:${PYTHONPATH:-}

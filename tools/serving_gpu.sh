@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# There, on a lent GPU machine (JAX with CUDA, no TensorFlow), from the repository root: the serving
+# There, on a GPU machine (JAX with CUDA, no TensorFlow), from the repository root: the serving
 # bench's four Pentathlon scenarios and the server scenario on the XLA runtime (--device gpu) in
 # fp32, bf16 and fp16, for the demo's model and an LRA-size ListOps model (configs/tasks/listops.yaml:
 # 6 layers of 512, here at 2,000 tokens, untrained: tools/lra_size_run.py); the rows (results.md,
@@ -18,7 +18,7 @@
 # The bench is shortened to fit the call: MLPerf's minimums become MIN_SECONDS (default 2 s) and
 # MIN_QUERIES (300), the server search SERVER_TRIALS (3) rates; each row's note says so. XLA's
 # compilation cache is kept in /tmp, so the offline process reuses what the online one compiled.
-# DEVICE=cpu runs the same steps on the CPU (a check of this script where no GPU is lent; rows then
+# DEVICE=cpu runs the same steps on the CPU (a check of this script where there is no GPU; rows then
 # say cpu), LRA_MAX_LEN=256 shortens the LRA-size model's inputs for such a check.
 set -uo pipefail
 OUT=${OUT:-/tmp/arena_tf_out}/serving-gpu
@@ -27,7 +27,7 @@ ROOT=$PWD
 mkdir -p "$OUT"
 export KERAS_BACKEND=jax PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 export JAX_COMPILATION_CACHE_DIR=/tmp/jax-cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
-if ! python3 -c "import keras" 2>/dev/null; then  # the lent machine's image lacks Keras
+if ! python3 -c "import keras" 2>/dev/null; then  # the GPU machine's image lacks Keras
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl || exit 1
     export PYTHONPATH=/tmp/site:${PYTHONPATH:-}

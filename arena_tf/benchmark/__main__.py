@@ -218,7 +218,7 @@ def report_parser(commands):
                              "when missing)")
     parser.add_argument("--gpu", type=pathlib.Path, action=cli.Items, nargs="*",
                         default=[RESULTS / "gpu-h200.json"],
-                        help="layer results measured under JAX on a lent GPU "
+                        help="layer results measured under JAX on a GPU machine "
                              "(tools/device_round_trip.sh; missing files are skipped)")
     parser.add_argument("--notes", type=pathlib.Path, default=RESULTS / "notes.md",
                         help="hand-written findings included in the report when present")

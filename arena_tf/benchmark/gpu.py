@@ -1,5 +1,5 @@
 """`python -m arena_tf.benchmark gpu`: the one-call GPU benchmark under JAX (no TensorFlow), sized
-to finish within 8 minutes on one GPU (tools/gpu_benchmark.sh runs it on a lent machine).
+to finish within 8 minutes on one GPU (tools/gpu_benchmark.sh runs it on a GPU machine).
 
 Three parts, in this order, each with a time budget (rows it does not reach are written as "not
 measured", never estimated):

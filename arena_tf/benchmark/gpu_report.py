@@ -58,7 +58,7 @@ def cell(row, value):
 def header(results):
     if not results:
         return ("No GPU run's results yet: every table reads \"not measured\" until "
-                "`tools/gpu_benchmark.sh` runs on a lent GPU.")
+                "`tools/gpu_benchmark.sh` runs on a GPU machine.")
     device, rates = results["device"], results["matmul_tflops"]
     dry = " (a --dry-run at tiny sizes: not the GPU tables)" if results.get("dry_run") else ""
     return (f"Measured on {device['kind']} ({device['platform']}){dry}, {results['started']} to "

@@ -551,11 +551,11 @@ def exact_section(results):
 
 
 def gpu_section(runs):
-    """Layer results measured under JAX on a lent GPU: beside the CPU's, never judged by its
+    """Layer results measured under JAX on a GPU machine: beside the CPU's, never judged by its
     targets."""
     return runs_section(
-        "## On a lent GPU",
-        "Measured under JAX on a GPU machine lent to a session (`tools/device_round_trip.sh`: "
+        "## On a GPU machine",
+        "Measured under JAX on a GPU machine (`tools/device_round_trip.sh`: "
         "`python -m arena_tf.benchmark layers --backend jax ... --peers jax_dpa` after its "
         "training jobs, cut off at its time limit, so some lengths may be missing); each heading "
         "names the device. The targets above are judged on this CPU's results alone.", runs)

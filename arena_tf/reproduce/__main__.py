@@ -34,7 +34,7 @@ def parse_args(argv):
                         help="re-run recorded rows with their own commands (runs/rerun/) and add "
                              "each result to its row's reruns")
     parser.add_argument("--time-limit", type=cli.positive_int, metavar="SECONDS",
-                        help="stop at a checkpoint after this many seconds (e.g. a lent "
+                        help="stop at a checkpoint after this many seconds (e.g. a GPU "
                              "machine's ten-minute command); --resume goes on")
     return parser.parse_args(argv)
 

@@ -1,16 +1,17 @@
 """Paused reproduction runs carried in the repository from one machine or session to the next.
 
 A reproduction run takes hours, and the machine that trains it may be gone before it ends (a work
-session stops, a lent GPU goes back, and `runs/` is not committed). `pack` puts an unfinished run's
-newest checkpoint, its config.yaml and its TensorBoard logs into one archive, named after the run
-directory, under docs/results/reproduction/paused/ (committed beside results.json); `unpack` makes the run
-directory again from it on another checkout, where `--resume` continues from that checkpoint.
+session stops, a GPU machine is no longer at hand, and `runs/` is not committed). `pack` puts an
+unfinished run's newest checkpoint, its config.yaml and its TensorBoard logs into one archive,
+named after the run directory, under docs/results/reproduction/paused/ (committed beside
+results.json); `unpack` makes the run directory again from it on another checkout, where
+`--resume` continues from that checkpoint.
 
     python -m arena_tf.reproduce pack              # every unfinished run under runs/reproduce/
     python -m arena_tf.reproduce cpu-listops --resume    # unpacks what it finds, then continues
 
 A run that finishes drops its archive: its row is in results.json. A checkpoint continues under
-the Keras backend that wrote it (TensorFlow's here, JAX's on a lent GPU); under the other backend
+the Keras backend that wrote it (TensorFlow's here, JAX's on a GPU machine); under the other backend
 the run starts again, and `pack` keeps whichever of the two went further.
 """
 

@@ -30,7 +30,7 @@ UNRECORDED_DTYPE = "float32"
 
 def git_commit():
     """The checkout's commit, '+dirty' when tracked files differ from it; outside git (a copy of
-    the working tree on a lent machine) the ARENA_TF_COMMIT the copy was made from, else None."""
+    the working tree on a GPU machine) the ARENA_TF_COMMIT the copy was made from, else None."""
     if os.environ.get("ARENA_TF_COMMIT"):
         return os.environ["ARENA_TF_COMMIT"]
     try:
@@ -149,7 +149,7 @@ def without_reruns(row):
 
 
 def merge(paths, results=RESULTS, suites_dir=SUITES):
-    """Record the rows of other results.json files (a lent machine's copies) that ours lacks, and
+    """Record the rows of other results.json files (a GPU machine's copies) that ours lacks, and
     the re-runs of our rows that ours lacks; the number of rows added or given re-runs. A row that
     differs from ours (re-runs aside) under the same suite, task, mechanism and seed, and a new
     row of a suite no file of `suites_dir` (or archive/suites/) defines or of a mechanism the
@@ -202,7 +202,7 @@ def file_rows(path):
     except (OSError, ValueError, TypeError, KeyError) as error:
         raise cli.UsageError(f"{path} is not a results.json ({error})",
                              "a JSON list of rows that `reproduce SUITE` wrote",
-                             "name the results-N.json files a lent machine brought back") from None
+                             "name the results-N.json files a GPU machine brought back") from None
 
 
 def recorded_runs(suite, results=RESULTS):

@@ -81,7 +81,7 @@ class Loop:
     With `time_limit` (seconds of training; 0 stops after one step) the loop stops at the first
     step past it, checkpoints
     that step and returns None (`paused` set): the same run resumes from there, so a long run can
-    go in chunks (a lent machine's ten-minute commands).
+    go in chunks (a GPU machine's ten-minute commands).
 
     Subclasses set `checkpoint_format` (a key of run_dir.CHECKPOINT_FORMATS) and implement
     `_scope`, `_after_build`, `_train_stream(start)`, `_train_step(stream)`, `_eval_batches(split,

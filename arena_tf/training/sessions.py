@@ -1,6 +1,6 @@
 """The sessions of a training run and the device each trained on.
 
-A run resumed on another machine (a later session's CPU, a lent GPU) trained on more than one
+A run resumed on another machine (a later session's CPU, a GPU machine) trained on more than one
 device; its metrics.json, and so its results.json row, name each with the steps it trained:
 
     CPU: AMD EPYC (...), 2 cores (steps 0-8,000), then CPU: Intel(R) Xeon(R) (...), 2 cores

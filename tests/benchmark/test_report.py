@@ -219,7 +219,7 @@ def test_tensorflow_results_keep_their_headings(result_files):
 
 
 def test_gpu_results_get_their_own_section_and_are_not_judged(result_files):
-    """A lent GPU's layer results (--gpu) appear under their device, after this CPU's, and the
+    """A GPU machine's layer results (--gpu) appear under their device, after this CPU's, and the
     targets stay judged on the CPU's results."""
     gpu = jax_layer_file(result_files / "gpu.json", "gpu", "NVIDIA H200")
     output = result_files / "efficiency.md"
@@ -230,7 +230,7 @@ def test_gpu_results_get_their_own_section_and_are_not_judged(result_files):
     without = output.read_text()
     cli.main([*arguments, "--gpu", str(gpu)])
     text = output.read_text()
-    assert "## On a lent GPU" not in without and "## On a lent GPU" in text
+    assert "## On a GPU machine" not in without and "## On a GPU machine" in text
     assert "### Batch 1, 4 heads of 64 (JAX on NVIDIA H200)" in text
     targets_of = lambda doc: doc.split("## Targets")[1].split("\n## ")[0]  # noqa: E731
     assert targets_of(text) == targets_of(without)

@@ -166,7 +166,7 @@ def test_a_stored_command_survives_the_shell_when_a_setting_holds_spaces(tmp_pat
 
 @pytest.mark.usefixtures("forked_runs")
 def test_a_time_limit_pauses_at_a_checkpoint_and_resume_finishes(setting, capfd):
-    """Long runs go in chunks (a lent machine's ten-minute commands): at --time_limit the run
+    """Long runs go in chunks (a GPU machine's ten-minute commands): at --time_limit the run
     checkpoints the step it reached and exits 3, the suite stops there, and --resume continues it
     to the end."""
     suite, runs_dir, results, doc, suites = setting
@@ -308,7 +308,7 @@ def result(mechanism, accuracy, suite="tiny-listops"):
 
 
 def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_path, capfd):
-    """A lent machine's copy of results.json holds our rows plus its new ones: merge adds the new
+    """A GPU machine's copy of results.json holds our rows plus its new ones: merge adds the new
     ones, skips the unchanged ones, and refuses a changed one (and a file that is not results) in
     one line, leaving results.json as it was."""
     ours, theirs = tmp_path / "results.json", tmp_path / "results-1.json"

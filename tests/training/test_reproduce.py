@@ -343,6 +343,44 @@ def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_p
 
 
 @pytest.mark.usefixtures("forked_runs")
+def checkpointed_run(run_dir, step=250):
+    """A run directory holding a real TensorFlow checkpoint at `step` (one variable)."""
+    import tensorflow as tf
+
+    (run_dir / "checkpoints").mkdir(parents=True)
+    tf.train.Checkpoint(v=tf.Variable(tf.ones([64]))).write(
+        str(run_dir / "checkpoints" / f"ckpt-{step}"))
+    (run_dir / "config.yaml").write_text("task: {name: listops}\n")
+    return run_dir
+
+
+@pytest.mark.tensorflow_only("a TensorFlow checkpoint")
+@pytest.mark.parametrize("damage", ["cut", "garbage"])
+def test_a_damaged_paused_archive_is_one_line_naming_it(tmp_path, damage):
+    run_dir = checkpointed_run(tmp_path / "runs" / "s4d-seed0")
+    archive = tmp_path / "s4d-seed0.tar.gz"
+    assert paused_runs.pack(run_dir, archive) == 250
+    data = archive.read_bytes()
+    archive.write_bytes(data[: len(data) // 2] if damage == "cut" else b"not an archive" * 100)
+    for read in (paused_runs.archived, lambda a: paused_runs.unpack(a, tmp_path / "again")):
+        with pytest.raises(cli.UsageError, match=rf"{archive.name} cannot be read .*; expected an "
+                                                 r"archive .* pack. wrote; restore it"):
+            read(archive)
+    assert not (tmp_path / "again").exists()
+
+
+@pytest.mark.tensorflow_only("a TensorFlow checkpoint")
+def test_pack_refuses_a_checkpoint_that_cannot_be_read(tmp_path):
+    run_dir = checkpointed_run(tmp_path / "runs" / "s4d-seed0")
+    index = run_dir / "checkpoints" / "ckpt-250.index"
+    index.write_bytes(index.read_bytes()[: index.stat().st_size // 2])
+    archive = tmp_path / "s4d-seed0.tar.gz"
+    with pytest.raises(cli.UsageError, match=r"ckpt-250 cannot be read .*; expected a complete "
+                                             r"checkpoint to pack; delete .*ckpt-250\.\*"):
+        paused_runs.pack(run_dir, archive)
+    assert not archive.exists()
+
+
 def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trained_again(
         setting, capfd, monkeypatch):
     """A session ends with a run unfinished and runs/ is not committed: `pack` carries the run's

@@ -25,6 +25,9 @@ import time
 
 if __name__ == "__main__":  # `python export/to_openvino.py`: import the package, not this folder
     sys.path[0] = str(pathlib.Path(__file__).resolve().parent.parent)
+    from arena_tf.cli import quiet_interrupts  # Ctrl-C while TensorFlow imports: one line
+
+    quiet_interrupts()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from export import cli  # noqa: E402

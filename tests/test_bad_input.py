@@ -685,6 +685,9 @@ FAULTS = [
           "tests/test_bad_input_boundary.py::test_ctrl_c_inside_a_command_is_one_line_and_130"),
     Fault("Ctrl-C while a command imports TensorFlow", "the same line; the process ends by SIGINT",
           "tests/test_bad_input_boundary.py::test_ctrl_c_while_a_command_imports_is_one_line"),
+    Fault("Ctrl-C while an export script imports TensorFlow or JAX", "the same line; the process "
+          "ends by SIGINT (was: a 20-70 line traceback)", "tests/test_bad_input_boundary.py::"
+          "test_ctrl_c_while_an_export_script_imports_is_one_line"),
     Fault("Ctrl-C during `export/to_savedmodel.py`", "one line, exit 130, no artifact and no "
           "temporary left", "tests/test_bad_input_boundary.py::test_ctrl_c_during_an_export_leaves_nothing_but_the_run"),
     Fault("`python -m arena_tf.data rows ... | head -c 100`", "ends quietly, exit 141 (was: a "

@@ -67,6 +67,29 @@ def test_ctrl_c_while_a_command_imports_is_one_line():
     assert_one_error_line(child.stderr.read(), "interrupted (Ctrl-C)")
 
 
+# Runs an export script as `python export/X.py RUN` does, with Ctrl-C arriving the moment the
+# script first imports a backend (TensorFlow or JAX) or Keras: before its own code runs.
+CTRL_C_AT_IMPORT = """
+import importlib.abc, runpy, sys
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("tensorflow", "jax", "keras", "tf2onnx", "openvino"):
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, Interrupt())
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("script", ["to_savedmodel", "to_onnx", "to_openvino", "to_stablehlo"])
+def test_ctrl_c_while_an_export_script_imports_is_one_line(script, tmp_path):
+    done = subprocess.run([sys.executable, "-c", CTRL_C_AT_IMPORT, f"export/{script}.py",
+                           str(tmp_path)], env=ENV, capture_output=True, text=True, timeout=120,
+                          cwd=pathlib.Path(__file__).resolve().parent.parent)
+    assert done.returncode == -signal.SIGINT, done.stderr[-2000:]
+    assert_one_error_line(done.stderr, "interrupted (Ctrl-C)")
+
+
 def test_ctrl_c_during_an_export_leaves_nothing_but_the_run(tmp_path, capsys, monkeypatch):
     """Interrupted while the SavedModel is checked (written, not yet published): one line, 130,
     and the run directory as it was (no artifact, no temporary)."""

@@ -23,7 +23,7 @@ import time
 import keras
 import numpy as np
 
-from arena_tf import cpu_precision, files
+from arena_tf import cli, cpu_precision, files
 from arena_tf.benchmark import isolated, machine
 from arena_tf.models import build_classifier
 from arena_tf.reproduce import suites
@@ -166,7 +166,14 @@ def describe_matmul(rates):
 
 
 def run(options, say=print):
-    """Every (shape, mechanism); writes options.output after each row and returns the results."""
+    """Every (shape, mechanism); writes options.output after each row and returns the results.
+    A UsageError under a Keras backend other than TensorFlow (it times tf.function steps) before
+    anything is measured; a RunError, the results written, when no row could be measured."""
+    if keras.backend.backend() != "tensorflow":
+        raise cli.UsageError(f"benchmark precision times TensorFlow training steps, but "
+                             f"KERAS_BACKEND={keras.backend.backend()}",
+                             "KERAS_BACKEND=tensorflow (or unset)",
+                             "rerun it without KERAS_BACKEND=jax")
     results = {**machine.run_record("precision", options), "order": ORDER,
                "bf16_flags": cpu_precision.native_bf16_flags(), "rows": []}
     say(f"bfloat16 flags of this CPU: {', '.join(results['bf16_flags']) or 'none'}; "
@@ -187,4 +194,9 @@ def run(options, say=print):
     results.update(finished=time.strftime("%Y-%m-%d %H:%M:%S"), load_end=machine.load_average())
     files.write_json(options.output, results)
     say(f"results in {options.output}")
+    failed = [row for row in results["rows"] if "error" in row]
+    if results["rows"] and len(failed) == len(results["rows"]):
+        raise cli.RunError(f"no row was measured: all {len(failed)} failed (the first: "
+                           f"{failed[0]['error']})", "at least one row measured",
+                           f"see {options.output}; a --timeout too short fails every row")
     return results

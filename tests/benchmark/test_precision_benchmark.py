@@ -61,3 +61,23 @@ def test_a_rounds_speed_up_is_float32_time_over_bfloat16_time():
     assert result["speedups"] == [2.0, 1.0]
     assert (result["speedup_min"], result["speedup_max"]) == (1.0, 2.0)
     assert result["float32"]["steps_per_second"] == pytest.approx(1 / 2.5)
+
+
+def test_when_no_row_could_be_measured_it_says_so_and_exits_1(tmp_path, monkeypatch, capsys):
+    output = tmp_path / "precision.json"
+    monkeypatch.setattr(precision.isolated, "runner", lambda in_process: (
+        lambda kind, spec, timeout: {"error": "timed out after 1 s"}))
+    status = cli.main(["precision", "--shapes", "cpu-listops", "--mechanisms", "linformer",
+                       "--in-process", "--output", str(output)])
+    error = capsys.readouterr().err.strip()
+    assert status == 1 and len(error.splitlines()) == 1
+    assert "no row was measured: all 1 failed (the first: timed out after 1 s)" in error
+    assert json.loads(output.read_text())["rows"][0]["error"] == "timed out after 1 s"
+
+
+def test_under_jax_it_refuses_before_measuring(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(precision.keras.backend, "backend", lambda: "jax")
+    status = cli.main(["precision", "--output", str(tmp_path / "precision.json")])
+    error = capsys.readouterr().err.strip()
+    assert status == 2 and "times TensorFlow training steps, but KERAS_BACKEND=jax" in error
+    assert not (tmp_path / "precision.json").exists()

@@ -685,6 +685,25 @@ FAULTS = [
           "tests/test_bad_input_boundary.py::test_ctrl_c_inside_a_command_is_one_line_and_130"),
     Fault("Ctrl-C while a command imports TensorFlow", "the same line; the process ends by SIGINT",
           "tests/test_bad_input_boundary.py::test_ctrl_c_while_a_command_imports_is_one_line"),
+    Fault("`benchmark precision` that measured no row (every one failed or timed out)", "one "
+          "line, exit 1, the results written (was: exit 0)", "tests/benchmark/"
+          "test_precision_benchmark.py::test_when_no_row_could_be_measured_it_says_so_and_exits_1"),
+    Fault("`benchmark gpu` whose every row `--memory-cap-gb` skipped", "one line, exit 1, the "
+          "results written (was: exit 0)", "tests/benchmark/test_gpu_benchmark.py::"
+          "test_when_every_row_is_skipped_it_says_so_and_exits_1"),
+    Fault("`benchmark precision` under KERAS_BACKEND=jax", "refused in one line before measuring "
+          "(was: every row failed after 90 s)", "tests/benchmark/test_precision_benchmark.py::"
+          "test_under_jax_it_refuses_before_measuring"),
+    Fault("a damaged archive under docs/results/reproduction/paused/", "one line naming the "
+          "archive and the fix (was: internal error: ReadError)", "tests/training/"
+          "test_reproduce.py::test_a_damaged_paused_archive_is_one_line_naming_it"),
+    Fault("`reproduce pack` of a checkpoint that cannot be read", "one line naming the checkpoint "
+          "and the fix (was: packed, exit 0)", "tests/training/test_reproduce.py::"
+          "test_pack_refuses_a_checkpoint_that_cannot_be_read"),
+    Fault("a bench or submission of an artifact exported before the run trained on",
+          "refused in one line naming the exporter to run again (was: the earlier model served)",
+          "tests/serving/test_runtimes.py::"
+          "test_an_artifact_of_an_earlier_model_keras_is_not_served"),
     Fault("Ctrl-C while an export script imports TensorFlow or JAX", "the same line; the process "
           "ends by SIGINT (was: a 20-70 line traceback)", "tests/test_bad_input_boundary.py::"
           "test_ctrl_c_while_an_export_script_imports_is_one_line"),

@@ -34,7 +34,7 @@ import keras
 import arena_tf.layers as attention_layers
 from arena_tf import files
 from arena_tf.benchmark import costs, gpu_report, layer_sweep, lra_table2, machine, memory, paper
-from arena_tf.cli import UsageError
+from arena_tf.cli import RunError, UsageError
 from arena_tf.config import ModelConfig, load_experiment
 from arena_tf.tasks.listops import ListOps
 
@@ -308,6 +308,12 @@ def run(options, say=print):
     files.write_json(options.output, results)
     gpu_report.write(results, options.report)
     say(f"results in {options.output}; tables in {options.report}")
+    if results["rows"] and not any(row["status"] == "measured" for row in results["rows"]):
+        first = results["rows"][0]
+        raise RunError(f"no row was measured (the first {first['status']}: "
+                       f"{first.get('reason') or first.get('error')})", "at least one row measured",
+                       f"see {options.output}; a --memory-cap-gb below every row's estimate "
+                       "skips them all")
     return results
 
 

@@ -48,6 +48,19 @@ def test_dry_run_on_cpu_under_jax_writes_dated_rows_and_tables(tmp_path):
     assert "a --dry-run at tiny sizes" in text and "linformer" in text
 
 
+def test_when_every_row_is_skipped_it_says_so_and_exits_1(tmp_path):
+    output, report = tmp_path / "gpu.json", tmp_path / "gpu.md"
+    env = {**os.environ, "KERAS_BACKEND": "jax", "ARENA_TF_COMMIT": ""}
+    done = subprocess.run(
+        [sys.executable, "-m", "arena_tf.benchmark", "gpu", "--dry-run", "--parts", "layers",
+         "--mechanisms", "linformer", "--memory-cap-gb", "0.000001", "--output", str(output),
+         "--report", str(report)], capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "no row was measured (the first failed: MemoryError: skipped: estimated" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not any(row["status"] == "measured" for row in json.loads(output.read_text())["rows"])
+
+
 def test_under_another_backend_it_refuses_in_one_line(tmp_path, capsys):
     import keras
 

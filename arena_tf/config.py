@@ -230,7 +230,17 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
 
 class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last silently)
-    and reads 1e-3 as a number (YAML 1.1 asks for 1.0e-3)."""
+    and any alias (`*name`: a few hundred bytes of nested aliases stand for a value too large to
+    print or copy; a config spells each value out), and reads 1e-3 as a number (YAML 1.1 asks for
+    1.0e-3)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, f"found the alias *{event.anchor[:40]}, and aliases are not accepted "
+                "(write the value out)", event.start_mark)
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node, deep=False):
         keys = [self.construct_object(key, deep=deep) for key, _ in node.value]

@@ -704,6 +704,9 @@ FAULTS = [
           "refused in one line naming the exporter to run again (was: the earlier model served)",
           "tests/serving/test_runtimes.py::"
           "test_an_artifact_of_an_earlier_model_keras_is_not_served"),
+    Fault("a YAML alias (`*name`) in a config file or a --set value, e.g. an 800-byte alias "
+          "bomb", "one line naming the alias (was: memory grew without bound)",
+          "tests/test_config_loading.py::test_yaml_aliases_are_refused_before_they_expand"),
     Fault("Ctrl-C while an export script imports TensorFlow or JAX", "the same line; the process "
           "ends by SIGINT (was: a 20-70 line traceback)", "tests/test_bad_input_boundary.py::"
           "test_ctrl_c_while_an_export_script_imports_is_one_line"),

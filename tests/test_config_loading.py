@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from arena_tf import cli
-from arena_tf.config import ConfigError, load_experiment, parse_override
+from arena_tf.config import ConfigError, load_experiment, parse_override, read_yaml
 from tests.one_line import STYLE, assert_one_error_line
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -168,3 +168,18 @@ def test_every_config_error_reads_what_expected_fix(configs):
         with pytest.raises(ConfigError) as caught:
             load_experiment("listops", "local", [override], derived=DERIVED, configs_dir=configs)
         assert STYLE.match(f"error: {caught.value}\n"), (override, str(caught.value))
+
+
+def test_yaml_aliases_are_refused_before_they_expand(tmp_path):
+    """A few hundred bytes of nested aliases stand for billions of values (printing or copying
+    them exhausts the memory): a config spells each value out, so an alias is one line."""
+    levels = ['a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]'] + [
+        f"{name}: &{name} [{', '.join([f'*{before}'] * 9)}]"
+        for before, name in zip("abcdefgh", "bcdefghi")]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(levels) + "\nmodel: {attention_params: {x: *i}}\n")
+    with pytest.raises(ConfigError, match=r"bomb.yaml: not valid YAML at line 2 \(found the alias "
+                                          r"\*a, and aliases are not accepted"):
+        read_yaml(bomb)
+    with pytest.raises(ConfigError, match=r"found the alias \*a, and aliases are not accepted"):
+        parse_override("model.attention_params={a: &a [1, 2], b: *a}")

@@ -194,6 +194,13 @@ class Task(abc.ABC):
         inputs, labels = self.held_arrays(split)
         return batches.widen(inputs), labels
 
+    def model_fields(self):
+        """The ModelConfig fields this task decides: its vocabulary, classes, padding id, input
+        length and number of inputs (`two_tower`)."""
+        return dict(vocab_size=self.vocab_size, num_classes=self.num_classes,
+                    padding_id=self.padding_id, max_len=self.max_len,
+                    two_tower=self.num_inputs == 2)
+
     def held_arrays(self, split):
         """`read_arrays(split)`, read once per task object and then held in memory (a trainer
         reads the validation split at every evaluation)."""

@@ -23,9 +23,7 @@ def build_experiment(task_name, model_name, overrides=(), preset=None, data_dir=
     tasks.lookup(task_name)
     config = load_experiment(task_name, model_name, overrides, preset)
     task = tasks.from_config(config.task, seed=config.train.seed)
-    derived = dict(vocab_size=task.vocab_size, num_classes=task.num_classes,
-                   padding_id=task.padding_id, max_len=task.max_len,
-                   two_tower=task.num_inputs == 2)
+    derived = task.model_fields()
     check_derived_overrides(config.model, derived, overrides, config.task)
     model = dataclasses.replace(config.model, **derived)
     check_token_embedding(model, task_name)

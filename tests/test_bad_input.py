@@ -707,6 +707,10 @@ FAULTS = [
     Fault("a YAML alias (`*name`) in a config file or a --set value, e.g. an 800-byte alias "
           "bomb", "one line naming the alias (was: memory grew without bound)",
           "tests/test_config_loading.py::test_yaml_aliases_are_refused_before_they_expand"),
+    Fault("a garbage `checkpoints/checkpoint` state file in a run being resumed", "one line "
+          "naming it, nothing written (was: internal error after config.yaml was rewritten)",
+          "tests/training/test_errors.py::"
+          "test_a_garbage_checkpoint_state_file_is_one_line_before_anything_is_written"),
     Fault("Ctrl-C while an export script imports TensorFlow or JAX", "the same line; the process "
           "ends by SIGINT (was: a 20-70 line traceback)", "tests/test_bad_input_boundary.py::"
           "test_ctrl_c_while_an_export_script_imports_is_one_line"),

@@ -17,7 +17,9 @@ import keras
 from arena_tf import distribute
 from arena_tf.tasks import SPLITS
 from arena_tf.training import events
-from arena_tf.training.errors import DataMismatchError, TrainingError, first_line, op_error_cause
+from arena_tf.training.errors import (
+    DataMismatchError, RunDirError, TrainingError, first_line, op_error_cause,
+)
 from arena_tf.training.loop import Loop, cpu_device
 
 
@@ -146,6 +148,10 @@ class Trainer(Loop):
 
     # -- checkpoints and TensorBoard --------------------------------------------------------------
 
+    def resume(self):
+        check_state_file(self.checkpoint_dir)
+        return super().resume()
+
     def _restore(self, prefix):
         """None when the checkpoint at `prefix` was restored, else why it cannot be read."""
         reason = unreadable(str(prefix))
@@ -189,6 +195,23 @@ class Trainer(Loop):
                 f"TensorFlow stopped the run {self._where()}: {op_error_cause(error)}",
                 "every step to run", f"rerun with --debug for the details; {self._resume_hint()}",
             ) from None
+
+
+def check_state_file(checkpoint_dir):
+    """RunDirError, before anything is written, when checkpoints/checkpoint (TensorFlow's record of
+    the newest checkpoint, which its CheckpointManager reads) cannot be read; the run finds its
+    checkpoints by their names, so deleting the file loses nothing."""
+    state = checkpoint_dir / "checkpoint"
+    if not state.is_file():
+        return
+    try:
+        tf.train.get_checkpoint_state(str(checkpoint_dir))
+    except Exception as error:  # UnicodeDecodeError, protobuf's text_format.ParseError, ...
+        raise RunDirError(f"{state} cannot be read ({type(error).__name__}: "
+                          f"{first_line(error)[:200]})",
+                          "TensorFlow's checkpoint state file, as training writes it",
+                          f"delete {state}: the run resumes from its newest ckpt-N all the "
+                          "same") from None
 
 
 @contextlib.contextmanager

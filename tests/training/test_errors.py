@@ -203,3 +203,15 @@ def test_bad_flags_are_refused_by_the_parser(flag, value, capsys):
         train.parse_args(["--task=listops", "--model=full", f"{flag}={value}"])
     assert exit_info.value.code == 2
     assert f"argument {flag.replace('_', '-')}: " in capsys.readouterr().err
+
+
+@pytest.mark.tensorflow_only("TensorFlow's checkpoint state file")
+def test_a_garbage_checkpoint_state_file_is_one_line_before_anything_is_written(
+        capsys, listops_dir, tmp_path):
+    assert train.main(cli_args(listops_dir, tmp_path, [*TINY, *loop(1)])) == 0
+    (tmp_path / "checkpoints" / "checkpoint").write_bytes(b"\xff\xfe garbage \x00" * 10)
+    config = (tmp_path / "config.yaml").read_bytes()
+    capsys.readouterr()
+    line = fails_in_style(capsys, cli_args(listops_dir, tmp_path, [*TINY, *loop(2)]))
+    assert "checkpoints/checkpoint cannot be read (UnicodeDecodeError" in line
+    assert "delete" in line and (tmp_path / "config.yaml").read_bytes() == config

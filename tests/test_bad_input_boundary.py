@@ -67,7 +67,7 @@ def test_ctrl_c_while_a_command_imports_is_one_line():
     assert_one_error_line(child.stderr.read(), "interrupted (Ctrl-C)")
 
 
-# Runs an export script as `python export/X.py RUN` does, with Ctrl-C arriving the moment the
+# Runs an export script as `python export/to_onnx.py RUN` runs it, Ctrl-C arriving the moment the
 # script first imports a backend (TensorFlow or JAX) or Keras: before its own code runs.
 CTRL_C_AT_IMPORT = """
 import importlib.abc, runpy, sys

@@ -15,9 +15,9 @@
   block's un-normalised input, then LN(x + Dense(dropout(silu(Dense(mlp_dim)(x))))). mega.
 
 The references normalise S4 and S5 blocks with BatchNorm in their LRA runs; here every block uses
-LayerNorm, which padding cannot reach (BatchNorm's statistics would count padded positions) and
-which exports as one node. A pre-norm layout ends the encoder with a final LayerNorm, a post-norm
-one does not (its blocks end normalised).
+LayerNorm, which padding cannot reach (BatchNorm's statistics would count padded positions). A
+pre-norm layout ends the encoder with a final LayerNorm, a post-norm one does not (its blocks end
+normalised).
 """
 
 import math

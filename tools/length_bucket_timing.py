@@ -5,10 +5,9 @@
 
 Trains the suite's command for `--steps` steps twice in this process's machine, one after the
 other: every batch padded to the task's max_len (train.length_buckets=0), then grouped by length
-into `--buckets` buckets. Prints the examples/s of each (metrics.json: the training steps after the
-first, whose time includes building the graph) and their ratio. An epoch is the same examples
-either way, so the ratio is the speed-up per epoch. Name the machine beside the numbers; other
-work on the machine slows both runs.
+into `--buckets` buckets. Prints the examples/s of each (metrics.json's examples_per_second) and
+their ratio. An epoch is the same examples either way, so the ratio is the speed-up per epoch.
+Name the machine beside the numbers; other work on the machine slows both runs.
 """
 
 import argparse

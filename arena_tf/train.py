@@ -5,6 +5,8 @@
     python -m arena_tf.train --task=listops --model=full --preset=tiny --strategy=mirrored --cpu-devices=2
     python -m arena_tf.train --task=text --model=bigbird --precision=mixed_bfloat16 --tpu=local
     KERAS_BACKEND=jax python -m arena_tf.train --task=listops --model=performer --preset=tiny
+    KERAS_BACKEND=jax python -m arena_tf.train --task=listops --model=full --preset=tiny \
+        --coordinator=10.0.0.1:1234 --num-processes=2 --process-id=0   # and --process-id=1
 
 The backend is Keras' (KERAS_BACKEND, default tensorflow); `BACKENDS` names the module holding
 each one's loop (`arena_tf/training/`), and both write the same run directory. Before anything is
@@ -39,6 +41,7 @@ import arena_tf.tasks as tasks  # noqa: E402
 from arena_tf import memory_guard  # noqa: E402
 from arena_tf.config import ConfigError  # noqa: E402
 from arena_tf.progress import Progress  # noqa: E402
+from arena_tf.training.cluster import DEFAULT_TIMEOUT_S, ENVIRONMENT, Cluster  # noqa: E402
 from arena_tf.training.errors import StrategyError, first_line  # noqa: E402
 from arena_tf.training.experiment import build_experiment, check_data, plan_line  # noqa: E402
 from arena_tf.training.loop import EXIT_PAUSED  # noqa: E402
@@ -83,8 +86,23 @@ def parse_args(argv):
              "local GPUs or logical CPUs, else one device; mirrored: all local GPUs, or the "
              "logical CPUs without a GPU; multi_worker: the workers TF_CONFIG names; default: one "
              "device (JAX: auto and mirrored are keras.distribution.DataParallel over the local "
-             "devices; multi_worker and --tpu are TensorFlow's)",
+             "devices, multi_worker over every device of the processes --coordinator, "
+             "--num-processes and --process-id name, or that JAX detects; --tpu is TensorFlow's)",
     )
+    processes = parser.add_argument_group(
+        "several processes under JAX (the same flags on every process but --process-id; "
+        "default: the KERAS_DISTRIBUTION_* variables of keras.distribution.initialize)")
+    processes.add_argument("--coordinator", metavar="HOST:PORT",
+                           help="address and a free port of process 0's host")
+    processes.add_argument("--num-processes", type=cli.positive_int, metavar="N",
+                           help="how many processes the run has")
+    processes.add_argument("--process-id", type=cli.whole_number(0), metavar="I",
+                           help="this process's number, 0 to N-1; process 0 writes the run "
+                                "directory")
+    processes.add_argument("--join-timeout", type=cli.positive_int, metavar="SECONDS",
+                           default=DEFAULT_TIMEOUT_S,
+                           help=f"how long to wait for every process to join (default "
+                                f"{DEFAULT_TIMEOUT_S})")
     parser.add_argument(
         "--cpu-devices", type=cli.positive_int, metavar="N",
         help="split the CPU into N logical devices, one replica each (with auto or mirrored): "
@@ -96,6 +114,19 @@ def parse_args(argv):
         help=f"stop after this many seconds of training, at a checkpoint, with exit status "
              f"{EXIT_PAUSED}; the same command resumes there (long runs in chunks)")
     return parser.parse_args(argv)
+
+
+def cluster_of(args):
+    """The processes of a multi-process run that the flags or Keras' KERAS_DISTRIBUTION_*
+    variables name; None for a one-process run (or one whose processes JAX detects, with
+    --strategy=multi_worker and none of them)."""
+    flags = (getattr(args, "coordinator", None), getattr(args, "num_processes", None),
+             getattr(args, "process_id", None))
+    named = any(value is not None for value in flags) or any(
+        os.environ.get(variable) for variable in ENVIRONMENT.values())
+    if not named:
+        return None
+    return Cluster.named(*flags, timeout=getattr(args, "join_timeout", DEFAULT_TIMEOUT_S))
 
 
 def default_run_dir(args):
@@ -120,7 +151,8 @@ def setup(args, progress=None):
     overrides = list(args.overrides)
     if args.precision:
         overrides.append(f"train.precision={args.precision}")
-    distribution = backend.Distribution(args.strategy, args.tpu, args.cpu_devices)
+    distribution = backend.Distribution(args.strategy, args.tpu, args.cpu_devices,
+                                        cluster_of(args))
     progress = progress or Progress.steps(None)
     progress.enabled = progress.enabled and distribution.chief
     run_dir = args.run_dir or default_run_dir(args)
@@ -185,4 +217,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.exit(backend.leave(status) if hasattr(backend, "leave") else status)

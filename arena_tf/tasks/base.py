@@ -161,7 +161,7 @@ class Task(abc.ABC):
         return data.prefetch(tf.data.AUTOTUNE)
 
     def batches(self, split, batch_size, shuffle=None, repeat=False, drop_remainder=None,
-                start=0, length_buckets=0):
+                start=0, length_buckets=0, shard=(0, 1)):
         """The twin of `dataset` without TensorFlow (arena_tf/tasks/batches.py): an iterator of
         NumPy (inputs, labels) batches of the same structure and defaults, prefetched in
         background threads (a grain DatasetIterator: `close()` stops them); `start` skips the
@@ -169,7 +169,9 @@ class Task(abc.ABC):
         order is grain's global shuffle under the task's seed, not tf.data's 10,000-example
         buffer. `length_buckets` N > 0 groups the examples by length into N buckets, each batch
         cut to its bucket's length (`batches.bucketed_stream`: shuffled, endless and without
-        short batches, for training; a ValueError otherwise or for a task without padding)."""
+        short batches, for training; a ValueError otherwise or for a task without padding).
+        `shard` = (index, count) gives one process of a multi-process run its part of every batch
+        (`batches.shard_rows`: the same global batches for any count)."""
         shuffle, drop_remainder = self._batching(split, shuffle, drop_remainder)
         if length_buckets:
             if self.padding_id is None:
@@ -181,10 +183,10 @@ class Task(abc.ABC):
             return batches.bucketed_stream(
                 self.held_arrays(split), batch_size, self.padding_id,
                 batches.bucket_lengths(self.max_len, length_buckets), seed=self.seed,
-                start=start)
+                start=start, shard=shard)
         return batches.stream(self.held_arrays(split), batch_size, seed=self.seed,
                               shuffle=shuffle, repeat=repeat, drop_remainder=drop_remainder,
-                              start=start)
+                              start=start, shard=shard)
 
     def arrays(self, split):
         """The split as NumPy, in load_split's order: (inputs, labels), inputs one int32

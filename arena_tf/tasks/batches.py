@@ -51,13 +51,15 @@ def widen(inputs):
     return map_inputs(lambda ids: ids.astype(np.int32), inputs)
 
 
-def stream(arrays, batch_size, *, seed, shuffle, repeat, drop_remainder, start=0):
+def stream(arrays, batch_size, *, seed, shuffle, repeat, drop_remainder, start=0,
+           shard=(0, 1)):
     """An iterator of (inputs int32 [batch, max_len] (a tuple for two inputs), labels int32
     [batch]) over `arrays` = (inputs, labels), batched as `Task.dataset` batches: shuffled under
     `seed` and reshuffled each epoch when `shuffle`, endless when `repeat` (batches then run
-    across epochs), the last short batch kept unless `drop_remainder`; from batch `start` on."""
-    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
-        raise ValueError(f"start={start!r}; expected a batch number >= 0")
+    across epochs), the last short batch kept unless `drop_remainder`; from batch `start` on.
+    `shard` = (index, count): only this process's part of each batch (`shard_rows`)."""
+    check_start(start)
+    check_shard(shard, batch_size)
     import grain  # heavy (1.7 s to import here): only the batches of a training run need it
 
     inputs, labels = arrays
@@ -67,14 +69,14 @@ def stream(arrays, batch_size, *, seed, shuffle, repeat, drop_remainder, start=0
     if repeat:
         order = order.repeat()
     batches = order.batch(batch_size, drop_remainder=drop_remainder, batch_fn=np.asarray)
-    batches = batches[start:].map(lambda rows: gather(inputs, labels, rows))
+    batches = batches[start:].map(lambda rows: gather(inputs, labels, shard_rows(rows, shard)))
     iterator = iter(batches.to_iter_dataset(
         grain.ReadOptions(num_threads=THREADS, prefetch_buffer_size=PREFETCH)))
     iterator.start_prefetch()
     return iterator
 
 
-def bucketed_stream(arrays, batch_size, padding_id, lengths, *, seed, start=0):
+def bucketed_stream(arrays, batch_size, padding_id, lengths, *, seed, start=0, shard=(0, 1)):
     """An endless iterator of training batches grouped by length (`Task.batches` with
     length_buckets), as `bucketed` groups tf.data's: each example goes to the bucket of its real
     length (`lengths`, the buckets' upper ends), and each batch is cut to its bucket's length.
@@ -83,10 +85,10 @@ def bucketed_stream(arrays, batch_size, padding_id, lengths, *, seed, start=0):
     into full batches (a bucket's last short batch is left out, as training drops a short batch),
     the batches of all buckets then in an order drawn from the same stream. Every epoch holds the
     same number of batches, so batch k is a function of k alone and `start` skips by arithmetic,
-    as `stream` does.
+    as `stream` does; `shard` as `stream` takes it.
     """
-    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
-        raise ValueError(f"start={start!r}; expected a batch number >= 0")
+    check_start(start)
+    check_shard(shard, batch_size)
     import grain
 
     inputs, labels = arrays
@@ -115,7 +117,7 @@ def bucketed_stream(arrays, batch_size, padding_id, lengths, *, seed, start=0):
 
     def make(index):
         rows, bucket = plan(index // per_epoch)[index % per_epoch]
-        ids, chosen = gather(inputs, labels, np.sort(rows))
+        ids, chosen = gather(inputs, labels, shard_rows(np.sort(rows), shard))
         return map_inputs(lambda x: x[:, :lengths[bucket]], ids), chosen
 
     batches = grain.MapDataset.range(start, 2**62).map(make)
@@ -123,6 +125,27 @@ def bucketed_stream(arrays, batch_size, padding_id, lengths, *, seed, start=0):
         grain.ReadOptions(num_threads=1, prefetch_buffer_size=PREFETCH)))
     iterator.start_prefetch()
     return iterator
+
+
+def check_start(start):
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ValueError(f"start={start!r}; expected a batch number >= 0")
+
+
+def check_shard(shard, batch_size):
+    index, count = shard
+    if not 0 <= index < count or batch_size % count:
+        raise ValueError(f"shard {index} of {count} with batch size {batch_size}; expected "
+                         "0 <= index < count and a batch size divisible by count")
+
+
+def shard_rows(rows, shard):
+    """Process `index`'s part of a global batch's rows, `shard` = (index, count): the index-th
+    of `count` equal consecutive slices. The global batches do not depend on `count`, and the
+    processes' parts, concatenated in process order, are the global batch."""
+    index, count = shard
+    size = len(rows) // count
+    return rows[index * size:(index + 1) * size]
 
 
 def real_lengths(ids, padding_id):

@@ -12,13 +12,26 @@ package's own event writer, in the format tf.summary writes (as under TensorFlow
 Distribution is keras.distribution: `--strategy=mirrored` (or `auto` with several local devices) is
 DataParallel over the local devices, the batch split across them and the variables replicated;
 `--cpu-devices=N` makes N CPU devices first (it must happen before JAX starts its devices).
-`multi_worker` and `--tpu` name TensorFlow's strategies and are refused in one line.
+`--tpu` names TensorFlow's TPUStrategy and is refused in one line.
+
+Several processes (hosts): `--strategy=multi_worker`, or a `cluster.Cluster` (--coordinator,
+--num-processes, --process-id), joins them with `jax.distributed.initialize` (CPU collectives
+through gloo), then DataParallel spans every device of every process. Each process reads only its
+part of each global batch (`Task.batches(shard=...)`: the global batches do not depend on the
+number of processes); process 0 alone writes the run directory, and on resuming reads its
+checkpoint and hands it to the others (`multihost_utils.broadcast_one_to_all`), so the others need
+no shared filesystem. When another process dies, JAX's collectives fail in the next step: one line,
+and `leave` ends the process without JAX's shutdown barrier (which would wait for the dead one and
+then abort). When process 0 itself dies, JAX's runtime ends the others at once with its own fatal
+report.
 """
 
 import contextlib
 import itertools
 import math
+import os
 import sys
+import threading
 import types
 
 import numpy as np
@@ -27,9 +40,10 @@ import jax
 import keras
 from keras import ops
 
-from arena_tf import files
+from arena_tf import cli, files
 from arena_tf.tasks import SPLITS
 from arena_tf.training import events
+from arena_tf.training.cluster import Cluster
 from arena_tf.training.errors import StrategyError, TrainingError, first_line
 from arena_tf.training.loop import Loop, cpu_device
 
@@ -37,6 +51,10 @@ from arena_tf.training.loop import Loop, cpu_device
 # import); this module (TensorBoard's own switch for builds without TensorFlow) makes it use its
 # pure-Python stand-in, so a JAX run never loads TensorFlow, also where both are installed.
 sys.modules.setdefault("tensorboard.compat.notf", types.ModuleType("tensorboard.compat.notf"))
+
+
+# What gloo says when a collective loses a peer (JAX raises it as a ValueError).
+COLLECTIVE_FAILURE = "Gloo"
 
 
 def split_cpu(count):
@@ -52,39 +70,85 @@ def split_cpu(count):
                 "pass --cpu-devices at the start of a fresh process") from None
 
 
+def join(cluster):
+    """Join the processes of `cluster` (a `cluster.Cluster`) with jax.distributed.initialize, CPU
+    collectives through gloo. Waits at most cluster.timeout seconds for them all: then one line
+    and exit 2 from this process (JAX's own deadline would abort it with a C++ report, and the
+    wait cannot be interrupted from Python)."""
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+
+    def give_up():
+        cli.report(StrategyError(
+            f"the processes of the run did not all join within {cluster.timeout} s "
+            f"({cluster.describe()})", "every process started with the same --coordinator and "
+            "--num-processes and its own --process-id", "start the missing processes, check that "
+            "this host reaches the coordinator's address and port, or raise --join-timeout"))
+        sys.stdout.flush()
+        os._exit(2)
+
+    watchdog = threading.Timer(cluster.timeout, give_up)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        jax.distributed.initialize(cluster.coordinator, cluster.processes, cluster.process_id,
+                                   initialization_timeout=cluster.timeout + 60)
+    except (ValueError, RuntimeError) as error:  # nothing to detect, or already joined
+        raise StrategyError(f"JAX could not join the run's processes: {first_line(error)}",
+                            "a cluster JAX detects (Cloud TPU, SLURM) or one the flags name",
+                            "pass --coordinator, --num-processes and --process-id") from None
+    finally:
+        watchdog.cancel()
+
+
+def leave(code):
+    """The exit status `code`, after which a multi-process run that failed ends at once: JAX's
+    shutdown at exit waits for every process at a barrier, and aborts with a C++ report when one
+    of them is gone."""
+    if code and jax.distributed.is_initialized():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
 class Distribution:
     """What --strategy means under JAX: keras.distribution.DataParallel over the local devices
-    (`mirrored`, or `auto` with several), else one device (`default`, or `auto` with one)."""
+    (`mirrored`, or `auto` with several), over every process's devices (`multi_worker`, or a
+    `cluster`), else one device (`default`, or `auto` with one)."""
 
-    def __init__(self, kind="auto", tpu=None, cpu_devices=None):
+    def __init__(self, kind="auto", tpu=None, cpu_devices=None, cluster=None):
         if tpu:
             raise StrategyError("--tpu names TensorFlow's TPUStrategy, which JAX does not use",
                                 "no --tpu under KERAS_BACKEND=jax (a TPU VM's chips are local "
                                 "devices to JAX)",
                                 "drop --tpu and pass --strategy=mirrored, or train with "
                                 "KERAS_BACKEND=tensorflow")
-        if kind == "multi_worker":
-            raise StrategyError("--strategy=multi_worker is TensorFlow's MultiWorkerMirrored"
-                                "Strategy (TF_CONFIG), which JAX does not use",
-                                "auto, default or mirrored under KERAS_BACKEND=jax",
-                                "train on one machine's devices, or with "
-                                "KERAS_BACKEND=tensorflow")
         if cpu_devices:
             split_cpu(cpu_devices)
-        devices = jax.local_devices()
-        parallel = kind == "mirrored" or (kind == "auto" and len(devices) > 1)
+        if kind == "multi_worker" or cluster is not None:
+            join(cluster or Cluster())
+        devices = jax.devices()  # every process's (the local ones in a one-process run)
+        self.processes, self.process = jax.process_count(), jax.process_index()
+        parallel = (kind == "mirrored" or self.processes > 1
+                    or kind == "auto" and len(devices) > 1)
         self.keras_distribution = (keras.distribution.DataParallel(devices=devices)
                                    if parallel else None)
         self.devices = devices if parallel else devices[:1]
         self.replicas = len(self.devices)
-        self.chief = jax.process_index() == 0
+        self.chief = self.process == 0
 
     def describe(self):
         platform = self.devices[0].platform.upper()
         hardware = "; CPU only (no GPU or TPU found)" if platform == "CPU" else ""
         name = "DataParallel" if self.keras_distribution else "one device"
-        return (f"{name} (keras.distribution, JAX) with {self.replicas} replica(s) on "
+        processes = (f" in {self.processes} processes (this one: {self.process})"
+                     if self.processes > 1 else "")
+        return (f"{name} (keras.distribution, JAX) with {self.replicas} replica(s){processes} on "
                 f"{', '.join(str(d) for d in self.devices)}{hardware}")
+
+    def shard(self):
+        """(index, count): this process's part of each global batch (`Task.batches`)."""
+        return self.process, self.processes
 
     def device(self):
         """What results name the device: the accelerator's kind (x replicas), else the CPU."""
@@ -96,12 +160,17 @@ class Distribution:
             contextlib.nullcontext())
 
     def place(self, batch):
-        """A training batch split over the replicas (as it is, on one device)."""
+        """A training batch split over the replicas (as it is, on one device): this process's
+        part of the global batch, the parts of all processes making one array."""
         if not self.keras_distribution:
             return batch
-        return jax.tree_util.tree_map(
-            lambda x: jax.device_put(
-                x, self.keras_distribution.get_data_layout(x.shape).backend_layout), batch)
+
+        def place(x):
+            shape = (x.shape[0] * self.processes, *x.shape[1:])
+            layout = self.keras_distribution.get_data_layout(shape).backend_layout
+            return jax.make_array_from_process_local_data(layout, x, shape)
+
+        return jax.tree_util.tree_map(place, batch)
 
 
 class Trainer(Loop):
@@ -117,7 +186,8 @@ class Trainer(Loop):
             raise StrategyError(
                 f"train.batch_size={self.train.batch_size} does not split over "
                 f"{self.distribution.replicas} replicas", "a batch size divisible by the "
-                "number of replicas", "change train.batch_size or --cpu-devices")
+                "number of replicas", "change train.batch_size, --cpu-devices or "
+                "--num-processes")
         self._step = 0
         self._state = self._variables_state()
         self._jit_train = jax.jit(self._stateless_train_step)
@@ -177,7 +247,8 @@ class Trainer(Loop):
 
     def _train_stream(self, start):
         return self.task.batches("train", self.train.batch_size, repeat=True, start=start,
-                                 length_buckets=self.train.length_buckets)
+                                 length_buckets=self.train.length_buckets,
+                                 shard=self.distribution.shard())
 
     def _train_step(self, stream):
         inputs, labels = self.distribution.place(next(stream))
@@ -206,6 +277,8 @@ class Trainer(Loop):
         return named
 
     def _write_checkpoint(self, step):
+        if not self.chief:  # the state is replicated: process 0's copy is every process's
+            return
         arrays = {name: keras.ops.convert_to_numpy(v) for name, v in self._checkpointed().items()}
         with files.atomic_path(self.checkpoint_path(step)) as tmp:
             with open(tmp, "wb") as stream:
@@ -227,23 +300,53 @@ class Trainer(Loop):
             if tuple(arrays[name].shape) != tuple(variable.shape):
                 return (f"{name} has shape {list(arrays[name].shape)}, the model's "
                         f"{list(variable.shape)}")
+        self._step = int(arrays["step"])
+        if self.distribution.processes > 1:  # `resume` assigns them in every process at once
+            self._restored = [arrays[name] for name in variables]
+            return None
         for name, variable in variables.items():
             variable.assign(arrays[name])
-        self._step = int(arrays["step"])
         self._state = self._variables_state()
         return None
 
+    def resume(self):
+        """The loop's resume on process 0, whose step and state then go to every process."""
+        if self.distribution.processes == 1:
+            return super().resume()
+        from jax.experimental import multihost_utils
+
+        variables = list(self._checkpointed().values())
+        self._restored = None
+        if self.chief:  # reads its checkpoint into self._restored, assigning nothing yet
+            super().resume()
+        values = self._restored or [keras.ops.convert_to_numpy(v) for v in variables]
+        values, step = multihost_utils.broadcast_one_to_all((values, np.int64(self._step)),
+                                                            is_source=self.chief)
+        for variable, value in zip(variables, values):  # every process, as sharding needs
+            variable.assign(np.asarray(value))
+        self._step = int(step)
+        self._state = self._variables_state()
+        return self._step
+
     def _open_writers(self):
-        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-        return events.open_writers(self.run_dir)
+        if self.chief:
+            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        return events.open_writers(self.run_dir, self.chief)
 
     @contextlib.contextmanager
     def _backend_failures(self):
         """JAX's runtime errors as one-line TrainingErrors (out of memory named)."""
         try:
             yield
-        except jax.errors.JaxRuntimeError as error:
+        except (jax.errors.JaxRuntimeError, ValueError) as error:
             cause = first_line(error)
+            if self.distribution.processes > 1 and COLLECTIVE_FAILURE in cause:
+                raise TrainingError(
+                    f"another process of the run stopped {self._where()}: {cause[:200]}",
+                    "every process to run every step", "see the other processes' output for "
+                    f"why, then start them all again; {self._resume_hint()}") from None
+            if not isinstance(error, jax.errors.JaxRuntimeError):
+                raise
             what = "out of memory" if "RESOURCE_EXHAUSTED" in cause else "JAX stopped the run"
             raise TrainingError(f"{what} {self._where()}: {cause}", "every step to run",
                                 f"lower train.batch_size or the model's size, or rerun with "

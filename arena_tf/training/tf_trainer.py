@@ -18,7 +18,7 @@ from arena_tf import distribute
 from arena_tf.tasks import SPLITS
 from arena_tf.training import events
 from arena_tf.training.errors import (
-    DataMismatchError, RunDirError, TrainingError, first_line, op_error_cause,
+    DataMismatchError, RunDirError, StrategyError, TrainingError, first_line, op_error_cause,
 )
 from arena_tf.training.loop import Loop, cpu_device
 
@@ -26,7 +26,13 @@ from arena_tf.training.loop import Loop, cpu_device
 class Distribution:
     """A tf.distribute strategy as the shared loop sees it: replicas, the chief, one line."""
 
-    def __init__(self, kind="auto", tpu=None, cpu_devices=None):
+    def __init__(self, kind="auto", tpu=None, cpu_devices=None, cluster=None):
+        if cluster is not None:
+            raise StrategyError(
+                "--coordinator, --num-processes and --process-id name the processes of a JAX "
+                "run; TensorFlow's workers come from TF_CONFIG",
+                "TF_CONFIG with --strategy=multi_worker under KERAS_BACKEND=tensorflow",
+                "drop those flags and set TF_CONFIG, or train with KERAS_BACKEND=jax")
         self.strategy = distribute.make_strategy(kind, tpu, cpu_devices)
         self.replicas = self.strategy.num_replicas_in_sync
         self.chief = distribute.is_chief(self.strategy)

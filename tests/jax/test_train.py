@@ -105,7 +105,7 @@ def test_data_parallel_on_two_cpu_devices_matches_one_device(listops_dir, tmp_pa
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--strategy=multi_worker"], "error: --strategy=multi_worker is TensorFlow's"),
+    (["--strategy=multi_worker"], "error: JAX could not join the run's processes: "),
     (["--tpu=local"], "error: --tpu names TensorFlow's TPUStrategy"),
 ])
 def test_what_jax_does_not_have_is_refused_in_one_line(listops_dir, tmp_path, jax_env, extra,

@@ -275,3 +275,19 @@ def test_batches_are_built_without_tensorflow(tiny_listops_dir, pathfinder_root,
     assert lines[:2] == ["listops (4, 2000) int32 (4,) int32", "pathfinder (2, 1024) int32"]
     assert_one_error_line(lines[2] + "\n", 'pip install -e ".[tf]"')
     assert lines[3:] == ["imported: []"]
+
+
+@pytest.mark.parametrize("length_buckets", [0, 4])
+def test_the_shards_of_a_batch_make_the_global_batch(listops_task, length_buckets):
+    """Process i of n reads the i-th of n slices of every global batch, whatever n is."""
+    def stream(shard, batch_size=4):
+        return itertools.islice(listops_task.batches(
+            "train", batch_size, repeat=True, length_buckets=length_buckets, start=3,
+            shard=shard), 14)
+
+    for whole, *parts in zip(stream((0, 1)), stream((0, 2)), stream((1, 2))):
+        for got, expected in zip(zip(*parts), whole):
+            np.testing.assert_array_equal(np.concatenate(got), expected)
+            assert len(got[0]) == len(got[1]) == 2
+    with pytest.raises(ValueError, match="batch size divisible by count"):
+        stream((0, 3))

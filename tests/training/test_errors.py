@@ -183,6 +183,12 @@ def test_multi_worker_without_tf_config(capsys, monkeypatch, tmp_path):
     assert "needs TF_CONFIG naming two or more workers" in line
 
 
+def test_jax_process_flags_under_tensorflow(capsys, tmp_path):
+    line = fails_in_style(capsys, ["--task=listops", "--model=full", "--coordinator=10.0.0.1:1234",
+                               "--num-processes=2", "--process-id=0", f"--run_dir={tmp_path}"])
+    assert "name the processes of a JAX run; TensorFlow's workers come from TF_CONFIG" in line
+
+
 def test_cpu_devices_once_tensorflow_has_started(capsys, tmp_path):
     tf.config.list_logical_devices()  # start TensorFlow's devices, as any earlier work would
     line = fails_in_style(capsys, ["--task=listops", "--model=full", "--cpu_devices=3",

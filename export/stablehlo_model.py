@@ -168,6 +168,17 @@ class CompiledModule:
         return f"{self.device} ({self.device.device_kind}, {self.precision})"
 
 
+def read_artifact_file(path, read):
+    """`read(path)`; a ValueError naming the file and the re-export for a missing or damaged one
+    (any failure to read it: a cut or overwritten file fails in many ways)."""
+    try:
+        return read(path)
+    except Exception as error:  # noqa: BLE001
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
+        raise ValueError(f"{path} cannot be read ({type(error).__name__}: {first}); re-export it "
+                         "with export/to_stablehlo.py") from error
+
+
 def load(directory, precision, device="cpu", warm_batch=WARM_BATCH):
     """The artifact in `directory` on the JAX device `device` ('cpu' or 'gpu'), checked to compute
     in `precision`, with its executables compiled up to `warm_batch` rows (0: none) for inputs of
@@ -176,15 +187,19 @@ def load(directory, precision, device="cpu", warm_batch=WARM_BATCH):
     from jax import export
 
     directory = pathlib.Path(directory)
-    exported = export.deserialize(bytearray((directory / MODEL_FILE).read_bytes()))
+    exported = read_artifact_file(directory / MODEL_FILE, lambda path: export.deserialize(
+        bytearray(path.read_bytes())))
     target = find_device(device)
     if PLATFORMS[device] not in exported.platforms:
         raise Unavailable(f"{directory / MODEL_FILE} was lowered for "
                           f"{', '.join(exported.platforms)}, not {PLATFORMS[device]}; re-export "
                           "it with export/to_stablehlo.py")
     check_precision(exported.mlir_module(), precision)
-    with np.load(directory / WEIGHTS_FILE) as stored:
-        weights = [stored[f"arr_{i}"] for i in range(len(stored.files))]
+    def read_weights(path):
+        with np.load(path) as stored:
+            return [stored[f"arr_{i}"] for i in range(len(stored.files))]
+
+    weights = read_artifact_file(directory / WEIGHTS_FILE, read_weights)
     import jax
 
     weights = [jax.device_put(w, target) for w in weights]

@@ -27,7 +27,8 @@ bubble charts (PNG), and the model processes' logs to OUT/logs/; OUT defaults to
 names>. The offline scenario's files go to OUT/work/offline/ (serving.submission gets
 --offline-dir OUT/work and touches no other path). One bench holds OUT at a time (a lock naming its
 pid); an OUT that holds an earlier run's results.jsonl is refused unless --append (keep its rows,
-add these) or --overwrite (replace them) says what to do with them (serving/results_dir.py).
+add these) or --overwrite (replace them) says what to do with them, except the rows of a run that
+stopped or failed, which the next run replaces (serving/results_dir.py).
 
 Exit status: 0 when every row ran or was unsupported and at least one was measured; 1 when nothing
 was measured (every row unsupported, failed or invalid) or a row failed or was invalid; 2 on a
@@ -638,7 +639,8 @@ def run_target(target, chosen, pools, args, options, settings, out, rows, total,
         for name in chosen:
             rows.append(run_row(target, name, pool, pool_error, options, settings, processes))
             print(summary_line(len(rows), total, rows[-1]), flush=True)
-            report.write_all([*kept, *rows], out, report.notes([*kept, *rows]))
+            report.write_all([*kept, *rows], out, report.notes([*kept, *rows]) + [
+                results_dir.unfinished_note(len(rows), total)])
     finally:
         processes.close()
 
@@ -680,14 +682,16 @@ def bench_into(args, chosen, options, targets, out, kept, pools):
             work_dir.rmdir()  # empty after every row; kept (for a look) if a file was left
         except OSError:
             pass
+    error = outcome(rows, out)
     paths, notes = plots.write_all([*kept, *rows], out)
-    report.write_all([*kept, *rows], out, report.notes([*kept, *rows]) + notes)
+    unfinished = [results_dir.unfinished_note(len(rows), len(rows))] if error else []
+    report.write_all([*kept, *rows], out, report.notes([*kept, *rows]) + notes + unfinished)
     for note in notes:
         print(note)
     print(f"wrote {out}/results.jsonl, results.csv, results.md and {len(paths)} plots", flush=True)
-    error = outcome(rows, out)
     if error:
         raise error
+    results_dir.finished(out)
     return 0
 
 

@@ -4,7 +4,10 @@ Two benches given the same --out would each rewrite results.jsonl with their own
 first one's rows would be lost without a word. `claim` locks the directory (`.bench.lock`,
 arena_tf/locks.py: a second bench is refused naming the holder's pid, the lock dies with its
 process) and refuses a directory that holds another run's results unless told what to do with
-them: `--append` (keep their rows, add these) or `--overwrite` (replace them).
+them: `--append` (keep their rows, add these) or `--overwrite` (replace them). A run that did not
+finish with every row measured (stopped, crashed, or a row failed) leaves `UNFINISHED` beside its
+rows; the next bench on that directory replaces them without being told, so that the command that
+failed, run again once its cause is mended, is never refused.
 """
 
 import contextlib
@@ -16,6 +19,7 @@ from arena_tf.locks import FileLock
 
 LOCK_NAME = ".bench.lock"
 RESULTS = "results.jsonl"
+UNFINISHED = ".unfinished"  # beside the rows of a run that stopped or failed
 MODES = ("append", "overwrite")
 
 
@@ -53,10 +57,11 @@ def read_rows(path, fix=OVERWRITE_FIX):
 
 
 @contextlib.contextmanager
-def claim(out, existing=None):
-    """Hold `out` for this run; yields the rows to keep (those of results.jsonl with
-    existing='append', else none). UsageError when another bench holds it, or when it holds
-    results and `existing` is None."""
+def claim(out, existing=None, say=print):
+    """Hold `out` for this run, marked unfinished until `finished(out)`; yields the rows to keep
+    (those of results.jsonl with existing='append', else none). UsageError when another bench
+    holds it, or when it holds the results of a finished run and `existing` is None (an
+    unfinished run's are replaced, `say` telling so)."""
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     def busy(who):
@@ -66,7 +71,10 @@ def claim(out, existing=None):
 
     with FileLock(out / LOCK_NAME, busy=busy):
         results = out / RESULTS
-        if results.exists() and existing is None:
+        if results.exists() and existing is None and (out / UNFINISHED).exists():
+            count = len(read_rows(results))
+            say(f"replacing the {count} row{'s' * (count != 1)} of an unfinished run in {out}")
+        elif results.exists() and existing is None:
             count = len(read_rows(results))
             rows = f"{count} row{'s' * (count != 1)}"
             raise cli.UsageError(
@@ -74,4 +82,17 @@ def claim(out, existing=None):
                 "an empty or new directory, or --append / --overwrite",
                 "pass --append to add these rows to them, --overwrite to replace them, or "
                 "another --out")
-        yield read_rows(results) if results.exists() and existing == "append" else []
+        kept = read_rows(results) if results.exists() and existing == "append" else []
+        (out / UNFINISHED).touch()
+        yield kept
+
+
+def finished(out):
+    """Mark the run in `out` finished: its rows now need --append or --overwrite to be touched."""
+    (pathlib.Path(out) / UNFINISHED).unlink(missing_ok=True)
+
+
+def unfinished_note(done, total):
+    """The results' note while a run is under way (or after it stopped)."""
+    return (f"unfinished: {done} of {total} rows, not all measured; the same command run "
+            "again replaces these rows")

@@ -151,6 +151,21 @@ def test_a_second_bench_on_the_same_out_is_refused_naming_the_holder(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == []
 
 
+def test_a_failed_bench_run_again_replaces_its_rows(tmp_path):
+    """The command that failed, run again once its cause is mended, is not refused."""
+    data = write_listops(tmp_path / "listops", "( ( [MAX 2 9 ] ) )\t9\n" * 3)
+    command = [sys.executable, "-m", "serving.bench", "--command", "python -c pass", "--task",
+               "listops", f"--data-dir={data}", "--scenario", "fixed_batch", "--out",
+               str(tmp_path / "out")]
+    first, again = (subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=300)
+                    for _ in range(2))
+    assert first.returncode == again.returncode == 1, again.stderr
+    assert "unfinished: 1 of 1 rows, not all measured" in (
+        tmp_path / "out" / "results.md").read_text()
+    assert "replacing the 1 row of an unfinished run" in again.stdout, again.stdout
+    assert "holds another run's results" not in again.stderr
+
+
 def test_the_bench_keeps_or_replaces_earlier_rows_only_when_told(tmp_path):
     from serving import results_dir
 
@@ -161,10 +176,26 @@ def test_the_bench_keeps_or_replaces_earlier_rows_only_when_told(tmp_path):
         assert kept == [row]
     with results_dir.claim(tmp_path, "overwrite") as kept:
         assert kept == []
+    results_dir.finished(tmp_path)
     with pytest.raises(cli.UsageError, match="holds another run's results"):
         with results_dir.claim(tmp_path, None):
             pass
     assert not (tmp_path / ".bench.lock").exists()
+
+
+def test_the_rows_of_a_bench_that_stopped_are_replaced_by_the_same_command(tmp_path):
+    from serving import results_dir
+
+    said = []
+    with pytest.raises(KeyboardInterrupt):  # stopped while measuring: no finished() reached
+        with results_dir.claim(tmp_path, None, say=said.append):
+            (tmp_path / "results.jsonl").write_text(json.dumps(
+                {"model": "m", "runtime": "tf", "precision": "fp32", "scenario": "offline",
+                 "status": "ok"}) + "\n")
+            raise KeyboardInterrupt
+    with results_dir.claim(tmp_path, None, say=said.append) as kept:
+        assert kept == []
+    assert said == [f"replacing the 1 row of an unfinished run in {tmp_path}"]
 
 
 def test_merge_of_a_partial_row_leaves_results_json_as_it_was_and_reports_say_why(tmp_path):

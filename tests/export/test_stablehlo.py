@@ -9,6 +9,7 @@ here, all three precisions; and a two-tower linear run written and exported (FP3
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -85,6 +86,19 @@ def test_fp32_matches_keras_on_fresh_and_shorter_inputs(exported):
     short = [a[:, :LENGTH // 2] for a in arrays]
     padded = [np.pad(a, [(0, 0), (0, LENGTH // 2)]) for a in short]
     np.testing.assert_allclose(predict(short), keras_logits(model, padded), atol=1e-4)
+
+
+@pytest.mark.parametrize("name", [stablehlo_model.WEIGHTS_FILE, stablehlo_model.MODEL_FILE])
+def test_a_damaged_artifact_file_is_named_with_the_re_export(exported, tmp_path, name):
+    run_dir = exported[0]
+    artifact = tmp_path / "stablehlo"
+    shutil.copytree(run_dir / "stablehlo", artifact)
+    data = (artifact / name).read_bytes()
+    (artifact / name).write_bytes(data[:len(data) // 2])
+    with pytest.raises(ValueError) as refused:
+        stablehlo_model.load(artifact, "fp32", warm_batch=0)
+    assert str(refused.value).startswith(f"{artifact / name} cannot be read (")
+    assert str(refused.value).endswith("re-export it with export/to_stablehlo.py")
 
 
 def test_a_two_tower_run_written_under_jax_exports_and_matches_its_keras_model(exported):

@@ -16,9 +16,13 @@ def markers(name):
 
 
 def replace_section(text, name, body):
-    """`text` with the lines between section `name`'s markers replaced by `body`."""
+    """`text` with the lines between section `name`'s markers replaced by `body`; a ValueError
+    when `text` lacks either marker (or has the end before the start)."""
     start, end = markers(name)
-    head, rest = text.split(start, 1)
-    marker_line, _ = rest.split("\n", 1)
+    head, found, rest = text.partition(start)
+    marker_line, newline, _ = rest.partition("\n")
+    if not found or not newline or end not in rest:
+        raise ValueError(f"no section {name}: it needs a line starting {start} and a later "
+                         f"line {end}")
     _, tail = rest.split(end, 1)
     return f"{head}{start}{marker_line}\n{body}\n{end}{tail}"

@@ -125,5 +125,5 @@ def load_source(path):
     if run is None:
         return Source(keras_path, model, config, None)
     check_pair(config.to_dict(), run.model.to_dict(), keras_path, keras_path.parent / CONFIG_FILE,
-               run.task.name)
+               run.task.name, run.task)
     return Source(keras_path, model, config, run.task)

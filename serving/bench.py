@@ -66,7 +66,6 @@ from serving.runner import Settings, run_scenario
 
 PROJECT_ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_OUT_ROOT = pathlib.Path("runs") / "serving"
-STATUSES = ("ok", "unsupported", "failed", "invalid")
 
 
 class BenchError(cli.UsageError):
@@ -614,7 +613,8 @@ def nothing_to_run(targets):
 
 def outcome(rows, out):
     """None when something was measured and no row failed; the RunError to raise otherwise."""
-    count = {status: sum(r["status"] == status for r in rows) for status in STATUSES}
+    count = {status: sum(r["status"] == status for r in rows)
+             for status in results_dir.STATUSES}
     tally = ", ".join(f"{n} {status}" for status, n in count.items() if n and status != "ok")
     first = next((r for r in rows if r["status"] in ("failed", "invalid")), rows[0])
     example = (f"{first['model']} {first['runtime']}/{first['precision']} {first['scenario']}: "
@@ -667,6 +667,7 @@ def bench_into(args, chosen, options, targets, out, kept, pools):
     """Every row of every target into `out`, after the `kept` rows of an earlier run (`pools`:
     load_pool's cache)."""
     (out / "logs").mkdir(parents=True, exist_ok=True)
+    results_dir.started(out)
     work_dir = (out / "work").resolve()  # serving.submission's --offline-dir: offline files only
     work_dir.mkdir(exist_ok=True)
     settings = Settings(device=args.device, timeout=args.timeout,

@@ -21,6 +21,8 @@ LOCK_NAME = ".bench.lock"
 RESULTS = "results.jsonl"
 UNFINISHED = ".unfinished"  # beside the rows of a run that stopped or failed
 MODES = ("append", "overwrite")
+KEY_FIELDS = ("model", "runtime", "precision", "scenario")  # what names a row, each a string
+STATUSES = ("ok", "unsupported", "failed", "invalid")  # how a row ended
 
 
 def add_arguments(parser):
@@ -47,18 +49,24 @@ def read_rows(path, fix=OVERWRITE_FIX):
             row = "not JSON"
         if row is None:
             continue
-        if not isinstance(row, dict) or not {"model", "runtime", "precision", "scenario",
-                                             "status"} <= row.keys():
+        if not isinstance(row, dict) or not {*KEY_FIELDS, "status"} <= row.keys():
             raise cli.UsageError(f"{path}:{number} is not a row of serving.bench ({line[:60]!r})",
                                  "the results.jsonl an earlier serving.bench wrote",
                                  fix)
+        for key in KEY_FIELDS:
+            if not isinstance(row[key], str):
+                raise cli.UsageError(f"{path}:{number} holds {key} {str(row[key])[:40]!r}",
+                                     f"a name (a string) for {key}, as serving.bench writes", fix)
+        if row["status"] not in STATUSES:
+            raise cli.UsageError(f"{path}:{number} holds status {str(row['status'])[:40]!r}",
+                                 f"one of {', '.join(STATUSES)}", fix)
         rows.append(row)
     return rows
 
 
 @contextlib.contextmanager
 def claim(out, existing=None, say=print):
-    """Hold `out` for this run, marked unfinished until `finished(out)`; yields the rows to keep
+    """Hold `out` for this run; yields the rows to keep
     (those of results.jsonl with existing='append', else none). UsageError when another bench
     holds it, or when it holds the results of a finished run and `existing` is None (an
     unfinished run's are replaced, `say` telling so)."""
@@ -82,9 +90,12 @@ def claim(out, existing=None, say=print):
                 "an empty or new directory, or --append / --overwrite",
                 "pass --append to add these rows to them, --overwrite to replace them, or "
                 "another --out")
-        kept = read_rows(results) if results.exists() and existing == "append" else []
-        (out / UNFINISHED).touch()
-        yield kept
+        yield read_rows(results) if results.exists() and existing == "append" else []
+
+
+def started(out):
+    """Mark the run in `out` unfinished (before its first row) until `finished(out)`."""
+    (pathlib.Path(out) / UNFINISHED).touch()
 
 
 def finished(out):

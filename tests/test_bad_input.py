@@ -134,6 +134,11 @@ def listops_model_with_pathfinder_config(tmp):
     return ["export.to_savedmodel", str(run)]
 
 
+def listops_model_under_a_pathfinder_task_section(tmp):
+    run = exported_run(tmp, task={"name": "pathfinder", "max_len": None})
+    return ["export.to_savedmodel", str(run)]
+
+
 def non_utf8_config(tmp):
     run = exported_run(tmp)
     (run / "config.yaml").write_bytes(b"task: {name: listops}\n# caf\xe9\n")
@@ -283,6 +288,12 @@ CASES = {
         "`distance-baseline` of a dataset whose generator.json reads `[]` (was: AttributeError)",
         lambda tmp: distance_baseline(tmp, lambda d: (d / "generator.json").write_text("[]")),
         "names a JSON list, not an object, not this Pathfinder generator"),
+    "analysis-distance-baseline-negative-seed": Case(
+        "`distance-baseline` of a dataset whose generator.json records seed -1 (was: an internal "
+        "error)",
+        lambda tmp: distance_baseline(tmp, lambda d: (d / "generator.json").write_text(
+            (d / "generator.json").read_text().replace('"seed": ', '"seed": -1, "was": '))),
+        "generator.json holds seed '-1'; expected a whole number >= 0"),
     "analysis-distance-baseline-other-difficulty": Case(
         "`distance-baseline DIR --difficulty easy` of a hard dataset (the record says which)",
         lambda tmp: distance_baseline(tmp, intact, "--difficulty", "easy"),
@@ -390,6 +401,16 @@ CASES = {
     "serving-report-text-where-a-number-goes": Case(
         "`serving.report DIR` whose results.jsonl holds `\"throughput\": \"fast\"` (was: an "
         "internal error)", text_throughput_results, "holds throughput 'fast'; expected a number"),
+    "serving-report-list-where-a-name-goes": Case(
+        "`serving.report DIR` whose results.jsonl row names its model `[\"m\"]` (was: an "
+        "internal error, TypeError)",
+        lambda tmp: ["serving.report", str(bench_results(tmp / "bench", model=["m"]))],
+        "results.jsonl:1 holds model \"['m']\"; expected a name (a string) for model"),
+    "serving-report-unknown-status": Case(
+        "`serving.report DIR` whose results.jsonl row has status `weird` (was: reported as if "
+        "measured)",
+        lambda tmp: ["serving.report", str(bench_results(tmp / "bench", status="weird"))],
+        "holds status 'weird'; expected one of ok, unsupported, failed, invalid"),
     "serving-report-empty-results": Case(
         "`serving.report DIR` whose results.jsonl is empty (was: its results.md and results.csv "
         "replaced by empty ones, exit 0)",
@@ -544,6 +565,10 @@ CASES = {
         "a ListOps model.keras with a Pathfinder config.yaml (was: exported, parity passed, "
         "metadata naming pathfinder)",
         listops_model_with_pathfinder_config, "does not match"),
+    "export-task-section-of-another-task": Case(
+        "a ListOps model.keras whose config.yaml names Pathfinder in its task section only (was: "
+        "exported, parity passed on generated ids, metadata naming pathfinder)",
+        listops_model_under_a_pathfinder_task_section, "vocab_size 16 vs 256 (pathfinder's)"),
     "export-config-without-model-section": Case(
         "`export/to_onnx.py` on a run whose config.yaml has no model section (was: exported, the "
         "check that model.keras is the config's model skipped)",

@@ -189,6 +189,7 @@ def test_the_rows_of_a_bench_that_stopped_are_replaced_by_the_same_command(tmp_p
     said = []
     with pytest.raises(KeyboardInterrupt):  # stopped while measuring: no finished() reached
         with results_dir.claim(tmp_path, None, say=said.append):
+            results_dir.started(tmp_path)
             (tmp_path / "results.jsonl").write_text(json.dumps(
                 {"model": "m", "runtime": "tf", "precision": "fp32", "scenario": "offline",
                  "status": "ok"}) + "\n")

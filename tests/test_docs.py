@@ -7,6 +7,8 @@ import pathlib
 import re
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
@@ -81,6 +83,27 @@ def test_the_generated_docs_are_current():
     """The reproduction report, the README's results, the catalogue and the presets table are those
     their sources give now; `make docs` rewrites them."""
     assert regenerate_docs.stale() == [], "run `make docs` and commit the result"
+
+
+@pytest.mark.parametrize("damage, expected", [
+    ("presets", "is not the measurements preset_timing writes (JSONDecodeError"),
+    ("markers", "training-and-configs.md: no section presets: it needs a line starting"),
+])
+def test_a_damaged_source_or_page_is_one_line_and_nothing_is_written(tmp_path, monkeypatch,
+                                                                    capsys, damage, expected):
+    presets, guide = tmp_path / "presets.json", tmp_path / "training-and-configs.md"
+    presets.write_text(regenerate_docs.PRESET_TIMES.read_text()[:100] if damage == "presets"
+                       else regenerate_docs.PRESET_TIMES.read_text())
+    text = regenerate_docs.TRAINING_GUIDE.read_text()
+    guide.write_text(text.replace("<!-- presets:end -->", "") if damage == "markers" else text)
+    monkeypatch.setattr(regenerate_docs, "PRESET_TIMES", presets)
+    monkeypatch.setattr(regenerate_docs, "TRAINING_GUIDE", guide)
+    written = []
+    monkeypatch.setattr(regenerate_docs.files, "write_text", lambda *a: written.append(a))
+    assert regenerate_docs.main([]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and expected in err, err
+    assert written == []
 
 
 def test_readme_stays_short():

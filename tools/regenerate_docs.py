@@ -42,8 +42,12 @@ SERVING_GUIDE = ROOT / "docs" / "guide" / "serving-and-pentathlon.md"
 
 def presets_table(text):
     """`text` with its `presets` section holding the table of docs/results/presets.json."""
-    measured = json.loads(PRESET_TIMES.read_text())
-    return replace_section(text, preset_timing.SECTION, preset_timing.markdown_table(measured))
+    try:
+        table = preset_timing.markdown_table(json.loads(PRESET_TIMES.read_text()))
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{shown(PRESET_TIMES)} is not the measurements preset_timing writes "
+                         f"({type(error).__name__}: {str(error)[:80]})") from None
+    return replace_section(text, preset_timing.SECTION, table)
 
 
 def serving_summary(text):
@@ -54,16 +58,30 @@ def serving_summary(text):
 
 def generated(plots=False):
     """{path: the text it should hold} of every generated page or section (with `plots`, the
-    reproduction report's PNGs are drawn too; the serving charts are drawn by `main`)."""
+    reproduction report's PNGs are drawn too; the serving charts are drawn by `main`); a
+    ValueError naming the page when a source or the page cannot make it."""
     rows = read_results(RESULTS)
     return {
         report.REPORT: report.render(RESULTS, report.REPORT, plots=plots),
-        README: report.with_summary(README.read_text(), rows),
-        CATALOGUE: catalogue.with_table(CATALOGUE.read_text()),
-        TRAINING_GUIDE: presets_table(TRAINING_GUIDE.read_text()),
+        README: within(README, lambda text: report.with_summary(text, rows)),
+        CATALOGUE: within(CATALOGUE, catalogue.with_table),
+        TRAINING_GUIDE: within(TRAINING_GUIDE, presets_table),
         **serving_report.regenerated(SERVING),  # results.md and results.csv
-        SERVING_GUIDE: serving_summary(SERVING_GUIDE.read_text()),
+        SERVING_GUIDE: within(SERVING_GUIDE, serving_summary),
     }
+
+
+def within(page, change):
+    """`change(page's text)`, a ValueError naming `page` when it fails."""
+    try:
+        return change(page.read_text())
+    except ValueError as error:
+        raise ValueError(f"{shown(page)}: {error}") from None
+
+
+def shown(path):
+    """`path` as the messages name it: from the repository's root."""
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def stale():
@@ -88,6 +106,7 @@ def main(argv=None):
                                    "run `make docs` and commit the result")
             print("regenerate_docs: every generated part is current")
             return 0
+        generated()  # every source and page checked before anything is written
         for path, text in generated(plots=True).items():
             files.write_text(path, text)
             print(f"regenerate_docs: wrote {path.relative_to(ROOT)}")
@@ -95,7 +114,16 @@ def main(argv=None):
             print(f"regenerate_docs: wrote {path.relative_to(ROOT)}")
         return 0
 
-    return cli.run_main(body, debug=args.debug)
+    return cli.run_main(lambda: refusing_bad_sources(body), debug=args.debug)
+
+
+def refusing_bad_sources(body):
+    """`body()`, a ValueError of a damaged source or page as one line (exit 2)."""
+    try:
+        return body()
+    except ValueError as error:
+        raise cli.UsageError(str(error), "the sources and pages as committed",
+                             "restore the file named (git checkout -- PATH) or mend it") from None
 
 
 if __name__ == "__main__":

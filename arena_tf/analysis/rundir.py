@@ -65,7 +65,7 @@ def load_run(run_dir):
     check_analysable(config.model.attention)
     run = Run(run_dir, config, keras.saving.load_model(model_path))
     check_pair(run.encoder.config.to_dict(), config.model.to_dict(), model_path,
-               run_dir / "config.yaml", config.task.name)
+               run_dir / "config.yaml", config.task.name, config.task)
     return run
 
 

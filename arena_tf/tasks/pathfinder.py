@@ -284,6 +284,12 @@ def _generated_info(dataset_dir, size, difficulty):
         raise BadDataError(f"{record} names {_writer(info)}, not this Pathfinder generator "
                            f"({_writer(ours)})", expected, f"delete {dataset_dir} to generate it "
                            "again with this version, or pass a dataset it generated")
+    for key in ("seed", "num_examples"):  # they size and seed the images drawn again
+        value = info.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise BadDataError(f"{record} holds {key} {str(value)[:40]!r}",
+                               "a whole number >= 0, as the generator records it",
+                               f"delete {dataset_dir} to generate it again")
     return info, _recorded_config(dataset_dir, info, size, difficulty)
 
 

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from PIL import Image
 
+from arena_tf import tasks
 from arena_tf.analysis import plots
 from arena_tf.analysis.__main__ import main
 from arena_tf.analysis.rundir import load_run, make_task, sequences
@@ -110,7 +111,9 @@ def test_a_model_beside_another_runs_config_is_refused_before_any_data_work(
 
 def test_a_model_longer_than_the_limit_is_refused_before_any_work(tmp_path, capsys):
     model = ModelConfig(num_layers=1, num_heads=1, emb_dim=8, qkv_dim=8, mlp_dim=8,
-                        max_len=MAX_POSITIONS, pooling="cls")  # the CLS token makes it one too long
-    run_dir = write_run(tmp_path / "long", TaskConfig(name="pathx"), model)
+                        pooling="cls",  # the CLS token makes it one position too long
+                        **tasks.get("listops", max_len=MAX_POSITIONS).model_fields())
+    run_dir = write_run(tmp_path / "long", TaskConfig(name="listops", max_len=MAX_POSITIONS),
+                        model)
     assert main(["span", str(run_dir)]) == 2
     assert_one_error_line(capsys.readouterr().err, f"the limit is {MAX_POSITIONS} positions")

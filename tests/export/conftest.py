@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 import arena_tf.layers as layers
+from arena_tf import tasks
 from arena_tf.catalogue import block_of
-from arena_tf.config import ModelConfig
+from arena_tf.config import ConfigError, ModelConfig
 from arena_tf.models import build_classifier
 from export.parity import Thresholds, expected_error
 
@@ -44,14 +45,25 @@ SMALL_PARAMS = {
 }
 
 
-def tiny_config(mechanism, two_tower=False, **overrides):
+def task_of(two_tower):
+    """The task of a tiny run: ListOps for one input, retrieval for two."""
+    return "retrieval" if two_tower else "listops"
+
+
+def tiny_config(mechanism, two_tower=False, task=None, **overrides):
     """A one-layer ModelConfig of `mechanism` at LENGTH tokens, in the block `--model` gives it
-    (configs/models/: the state-space mixers in their papers' blocks)."""
+    (configs/models/: the state-space mixers in their papers' blocks), with the vocabulary,
+    classes, padding and inputs of task `task` (default `task_of(two_tower)`), as training
+    derives them."""
+    name = task or task_of(two_tower)
+    try:
+        decided = tasks.get(name, max_len=overrides.get("max_len", LENGTH)).model_fields()
+    except ConfigError:  # a task of fixed length (pixels: 32 x 32)
+        decided = tasks.get(name).model_fields()
     fields = dict(attention=mechanism, attention_params=SMALL_PARAMS.get(mechanism, {}),
                   block=block_of(mechanism),
-                  num_layers=1, num_heads=2, emb_dim=16, qkv_dim=16, mlp_dim=32, max_len=LENGTH,
-                  vocab_size=20, num_classes=3 if not two_tower else 2, dropout=0.0,
-                  attention_dropout=0.0, two_tower=two_tower)
+                  num_layers=1, num_heads=2, emb_dim=16, qkv_dim=16, mlp_dim=32, dropout=0.0,
+                  attention_dropout=0.0, **decided)
     return ModelConfig(**{**fields, **overrides})
 
 
@@ -59,11 +71,11 @@ def write_run_dir(directory, mechanism, two_tower=False, task=None, **overrides)
     """A run directory holding an untrained tiny classifier; (directory, keras model)."""
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    config = tiny_config(mechanism, two_tower, **overrides)
+    task = {"name": task_of(two_tower), "data_dir": str(directory / "no-data"), **(task or {})}
+    config = tiny_config(mechanism, two_tower, task["name"], **overrides)
     model = build_classifier(config)
     model.save(directory / "model.keras")
-    task = task or {"name": "retrieval" if two_tower else "listops",
-                    "data_dir": str(directory / "no-data")}
+    task = {"max_len": config.max_len, **task}
     saved = {"task": task, "model": config.to_dict()}
     (directory / "config.yaml").write_text(yaml.safe_dump(saved))
     return directory, model

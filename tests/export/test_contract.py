@@ -21,7 +21,7 @@ from tests.export.conftest import (
 pytestmark = pytest.mark.xdist_group("test_contract")
 
 ARTIFACTS = ["saved_model", "model.onnx", "model.fp16.onnx"]
-VOCAB = 20  # conftest's tiny vocabulary
+VOCAB = 16  # the vocabulary of conftest's tiny runs (ListOps')
 
 
 def keras_logits(model, tokens):
@@ -117,7 +117,7 @@ def test_raw_graphs_on_bad_ids_as_the_readme_states(exported_linear):
     for run in (lambda t: serve(tokens=tf.constant(t))["logits"].numpy(),
                 lambda t: session.run(["logits"], {"tokens": t})[0]):
         np.testing.assert_array_equal(run(minus_one), run(last))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="is not in \\[0, 20\\)"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="is not in \\[0, 16\\)"):
         serve(tokens=tf.constant(too_big))
     with pytest.raises(Exception, match="out of data bounds"):
         session.run(["logits"], {"tokens": too_big})
@@ -145,10 +145,14 @@ def test_onnx_inputs_are_int32_with_named_batch_and_length_axes(exported_linear)
         assert read_metadata(run_dir / name)["input_dtypes"] == {"onnx": "int32"}
 
 
+PIXELS = 32 * 32  # Pathfinder's images, the length of a model without padding
+
+
 @pytest.fixture(scope="module")
 def pixels_run(tmp_path_factory):
     """A run whose model has no padding id (pixels): fixed length, stated in its metadata."""
-    run_dir, model = write_run_dir(tmp_path_factory.mktemp("pixels"), "local", padding_id=None)
+    run_dir, model = write_run_dir(tmp_path_factory.mktemp("pixels"), "local",
+                                   task={"name": "pathfinder"})
     export_onnx(run_dir, ["fp32"], count=4)
     return run_dir, model
 
@@ -157,15 +161,15 @@ def test_a_model_without_padding_id_takes_exactly_max_len(pixels_run):
     run_dir, _ = pixels_run
     signature = tf.saved_model.load(str(run_dir / "saved_model")).signatures["serving_default"]
     (spec,) = signature.structured_input_signature[1].values()
-    assert spec.shape.as_list() == [None, LENGTH]
+    assert spec.shape.as_list() == [None, PIXELS]
     session = onnx_session(run_dir / "model.onnx")
-    assert session.get_inputs()[0].shape == ["batch", LENGTH]
+    assert session.get_inputs()[0].shape == ["batch", PIXELS]
     for name in ("saved_model", "model.onnx"):
         length = read_metadata(run_dir / name)["sequence_length"]
-        assert (length["dynamic"], length["min"], length["max"]) == (False, LENGTH, LENGTH)
+        assert (length["dynamic"], length["min"], length["max"]) == (False, PIXELS, PIXELS)
         assert "no padding id" in length["why"]
         with pytest.raises(TokenError, match=r"shape \[1, 40\]; expected \[batch, length\] with "
-                                             r"length max_len \(64\)"):
+                                             r"length max_len \(1024\)"):
             artifact_predictor(run_dir / name)([np.ones((1, 40), "int32")])
     report = json.loads((run_dir / "model.onnx.parity.json").read_text())
     assert not any(c["name"].startswith("length") for c in report["checks"])

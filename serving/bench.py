@@ -667,7 +667,7 @@ def bench_into(args, chosen, options, targets, out, kept, pools):
     """Every row of every target into `out`, after the `kept` rows of an earlier run (`pools`:
     load_pool's cache)."""
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    results_dir.started(out)
+    results_dir.started(out, len(kept))
     work_dir = (out / "work").resolve()  # serving.submission's --offline-dir: offline files only
     work_dir.mkdir(exist_ok=True)
     settings = Settings(device=args.device, timeout=args.timeout,

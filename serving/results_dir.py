@@ -80,9 +80,14 @@ def claim(out, existing=None, say=print):
     with FileLock(out / LOCK_NAME, busy=busy):
         results = out / RESULTS
         if results.exists() and existing is None and (out / UNFINISHED).exists():
-            count = len(read_rows(results))
-            say(f"replacing the {count} row{'s' * (count != 1)} of an unfinished run in {out}")
-        elif results.exists() and existing is None:
+            rows = read_rows(results)
+            before = rows[:earlier_rows(out)]  # an --append run's: not the unfinished run's
+            count = len(rows) - len(before)
+            say(f"replacing the {count} row{'s' * (count != 1)} of an unfinished run in {out}"
+                + (f", keeping the {len(before)} before it" if before else ""))
+            yield before
+            return
+        if results.exists() and existing is None:
             count = len(read_rows(results))
             rows = f"{count} row{'s' * (count != 1)}"
             raise cli.UsageError(
@@ -93,9 +98,16 @@ def claim(out, existing=None, say=print):
         yield read_rows(results) if results.exists() and existing == "append" else []
 
 
-def started(out):
-    """Mark the run in `out` unfinished (before its first row) until `finished(out)`."""
-    (pathlib.Path(out) / UNFINISHED).touch()
+def started(out, earlier=0):
+    """Mark the run in `out` unfinished (before its first row) until `finished(out)`; `earlier`:
+    how many rows of results.jsonl are an earlier run's (kept with --append), which a rerun keeps."""
+    (pathlib.Path(out) / UNFINISHED).write_text(f"{earlier}\n")
+
+
+def earlier_rows(out):
+    """How many rows before the unfinished run's its marker records (0 when unreadable)."""
+    text = (pathlib.Path(out) / UNFINISHED).read_text(errors="replace").strip()
+    return int(text) if text.isdigit() else 0
 
 
 def finished(out):

@@ -199,6 +199,20 @@ def test_the_rows_of_a_bench_that_stopped_are_replaced_by_the_same_command(tmp_p
     assert said == [f"replacing the 1 row of an unfinished run in {tmp_path}"]
 
 
+def test_a_rerun_keeps_the_rows_an_unfinished_append_run_was_added_to(tmp_path):
+    from serving import results_dir
+
+    rows = [{"model": name, "runtime": "tf", "precision": "fp32", "scenario": "offline",
+             "status": "ok"} for name in ("earlier", "unfinished")]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    results_dir.started(tmp_path, earlier=1)  # an --append run after one row, stopped
+    said = []
+    with results_dir.claim(tmp_path, None, say=said.append) as kept:
+        assert kept == rows[:1]
+    assert said == [f"replacing the 1 row of an unfinished run in {tmp_path}, keeping the 1 "
+                    "before it"]
+
+
 def test_merge_of_a_partial_row_leaves_results_json_as_it_was_and_reports_say_why(tmp_path):
     ours, theirs = tmp_path / "results.json", tmp_path / "results-1.json"
     whole = {"suite": "s", "task": "listops", "mechanism": "linear", "seed": 0,

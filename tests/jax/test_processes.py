@@ -5,7 +5,6 @@ that never answers and an inconsistent cluster each end in one line within a bou
 
 import json
 import signal
-import time
 
 import numpy as np
 import pytest
@@ -102,9 +101,8 @@ def start_training(listops_dir, tmp_path, ids, count=2):
 
 
 def ended_within_the_bound(process):
-    began = time.monotonic()
+    """(exit status, stderr) of `process`; the test fails when it runs past BOUNDED_S."""
     code, _, err = finish(process, timeout=BOUNDED_S)
-    assert time.monotonic() - began < BOUNDED_S
     return code, err
 
 

@@ -6,11 +6,15 @@
 
 import inspect
 
-import arena_tf.layers as layers
 from arena_tf import cli
-from arena_tf.config import CONFIGS_DIR, read_yaml
-from arena_tf.layers.base import Attention
-from arena_tf.markdown import replace_section
+
+if __name__ == "__main__":  # before TensorFlow and Keras are imported
+    cli.prepare_process()
+
+import arena_tf.layers as layers  # noqa: E402
+from arena_tf.config import CONFIGS_DIR, read_yaml  # noqa: E402
+from arena_tf.layers.base import Attention  # noqa: E402
+from arena_tf.markdown import replace_section  # noqa: E402
 
 BASE_PARAMS = set(inspect.signature(Attention.__init__).parameters) - {"self", "kwargs"}
 

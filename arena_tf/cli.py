@@ -14,9 +14,11 @@ arguments with `ArgumentParser` (whose own errors take the same form) and call `
 
 `run_main` is each command's one error boundary: any other exception is one line `error: internal
 error: <type>: <message>; ...; rerun with --debug` (exit 1), Ctrl-C one line (exit 130), a reader
-that left stdout (`| head`) a quiet exit 141. Before any of that, importing arena_tf checks
-KERAS_BACKEND (`check_keras_backend`: Keras' own import would fail with a traceback) and makes a
-Ctrl-C while TensorFlow imports the same one line (`quiet_interrupts`).
+that left stdout (`| head`) a quiet exit 141. Before any of that, each command calls
+`prepare_process` first thing when run as a program, before TensorFlow and Keras are imported: it
+quiets TensorFlow's C++ log, checks KERAS_BACKEND (Keras' own import would fail with a traceback)
+and makes a Ctrl-C while TensorFlow imports the same one line. Importing arena_tf as a library does
+none of that: the process is the importer's.
 """
 
 import argparse
@@ -163,7 +165,7 @@ def stdout_reader_left(error):
 def quiet_interrupts():
     """Ctrl-C outside a command's boundary (while TensorFlow imports, before `run_main` is
     called) prints the one line instead of a traceback (ARENA_TF_DEBUG keeps the traceback); the
-    process still ends by SIGINT (status 130 in a shell). arena_tf/__init__.py installs it."""
+    process still ends by SIGINT (status 130 in a shell). `prepare_process` installs it."""
     previous = sys.excepthook
 
     def hook(kind, error, traceback):
@@ -182,7 +184,7 @@ RUNS_ON = {"tensorflow": "tf", "jax": "jax"}  # the backends arena_tf runs on: t
 def check_keras_backend(environ=os.environ):
     """Exit with one line (status 2) when KERAS_BACKEND names a backend arena_tf does not run on,
     or one whose package is not installed: Keras' own import would fail with a traceback (or warn)
-    before any command could report it. Call before Keras is imported (arena_tf/__init__.py does)."""
+    before any command could report it. Call before Keras is imported (`prepare_process` does)."""
     name = environ.get("KERAS_BACKEND")
     if name is None:
         return
@@ -435,6 +437,17 @@ def precision(text):
 def keras_precision(text):
     """argparse type: a precision in either vocabulary -> Keras's dtype policy name."""
     return PRECISIONS[precision(text)]
+
+
+def prepare_process():
+    """What a command does to its own process before TensorFlow and Keras are imported: print one
+    line for a Ctrl-C outside the command's boundary (`quiet_interrupts`), quiet TensorFlow's C++
+    log (`quiet_tensorflow`) and exit with one line on a KERAS_BACKEND arena_tf does not run on
+    (`check_keras_backend`). Each command calls it at its top when run as a program; the library
+    never does."""
+    quiet_interrupts()
+    quiet_tensorflow()
+    check_keras_backend()
 
 
 def quiet_tensorflow():

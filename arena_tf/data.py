@@ -250,7 +250,6 @@ def main(argv=None):
         Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
             arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
-    cli.quiet_tensorflow()
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("arena_tf").setLevel(logging.INFO)  # skipped lines, generation notes
     logging.getLogger("absl").setLevel(logging.ERROR)  # TFDS's notes while probing a data dir
@@ -259,4 +258,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    cli.prepare_process()
     sys.exit(main())

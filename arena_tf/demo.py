@@ -14,8 +14,6 @@ import sys
 
 from arena_tf import cli
 
-cli.quiet_tensorflow()  # before TensorFlow is imported (by arena_tf.train)
-
 MEASURED = pathlib.Path(__file__).resolve().parent.parent / "docs" / "results" / "presets.json"
 
 
@@ -90,4 +88,5 @@ def demo(args):
 
 
 if __name__ == "__main__":
+    cli.prepare_process()
     sys.exit(main())

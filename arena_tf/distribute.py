@@ -22,12 +22,9 @@ replica code paths on a laptop: the replicas share the same cores, so it is for 
 import json
 import os
 
-from arena_tf import cli
 from arena_tf.training.errors import StrategyError  # noqa: F401 (raised here, named here before)
 
-cli.quiet_tensorflow()
-
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
 TF_CONFIG_EXAMPLE = ('{"cluster": {"worker": ["host1:port", "host2:port"]}, '
                      '"task": {"type": "worker", "index": 0}}')

@@ -256,10 +256,10 @@ def main(argv=None):
         Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
             arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
-    cli.quiet_tensorflow()
     args = parse_args(argv)
     return cli.run_main(lambda: args.run(args), debug=args.debug)
 
 
 if __name__ == "__main__":
+    cli.prepare_process()
     sys.exit(main())

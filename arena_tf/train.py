@@ -28,7 +28,8 @@ import sys
 
 from arena_tf import cli
 
-cli.quiet_tensorflow()  # before TensorFlow is imported: no C++ log noise unless asked for
+if __name__ == "__main__":  # before TensorFlow and Keras are imported
+    cli.prepare_process()
 if __name__ == "__main__" and not {"-h", "--help"} & set(sys.argv[1:]):
     # the import alone takes seconds
     print(f"loading {'JAX' if os.environ.get('KERAS_BACKEND') == 'jax' else 'TensorFlow'}",

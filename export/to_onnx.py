@@ -27,10 +27,9 @@ import time
 
 if __name__ == "__main__":  # `python export/to_onnx.py`: import the package, not this folder
     sys.path[0] = str(pathlib.Path(__file__).resolve().parent.parent)
-    from arena_tf.cli import quiet_interrupts  # Ctrl-C while TensorFlow imports: one line
+    from arena_tf.cli import prepare_process
 
-    quiet_interrupts()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    prepare_process()  # before TensorFlow and Keras are imported
 
 import onnx  # noqa: E402
 import tf2onnx  # noqa: E402

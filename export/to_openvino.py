@@ -18,17 +18,15 @@ serving/runtimes.py). Exit status 0 when the FP32 IR was written (or, without fp
 --precision, when anything was), 1 when the export failed, 2 for a wrong argument or input.
 """
 
-import os
 import pathlib
 import sys
 import time
 
 if __name__ == "__main__":  # `python export/to_openvino.py`: import the package, not this folder
     sys.path[0] = str(pathlib.Path(__file__).resolve().parent.parent)
-    from arena_tf.cli import quiet_interrupts  # Ctrl-C while TensorFlow imports: one line
+    from arena_tf.cli import prepare_process
 
-    quiet_interrupts()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    prepare_process()  # before TensorFlow and Keras are imported
 
 from export import cli  # noqa: E402
 from export.contract import (  # noqa: E402

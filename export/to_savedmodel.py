@@ -21,16 +21,14 @@ failed, 2 for a wrong argument or input.
 """
 
 import functools
-import os
 import pathlib
 import sys
 
 if __name__ == "__main__":  # `python export/to_savedmodel.py`: import the package, not this folder
     sys.path[0] = str(pathlib.Path(__file__).resolve().parent.parent)
-    from arena_tf.cli import quiet_interrupts  # Ctrl-C while TensorFlow imports: one line
+    from arena_tf.cli import prepare_process
 
-    quiet_interrupts()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    prepare_process()  # before TensorFlow and Keras are imported
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -29,11 +29,10 @@ import time
 
 if __name__ == "__main__":  # `python export/to_stablehlo.py`: import the package, not this folder
     sys.path[0] = str(pathlib.Path(__file__).resolve().parent.parent)
-    from arena_tf.cli import quiet_interrupts  # Ctrl-C while TensorFlow imports: one line
+    from arena_tf.cli import prepare_process
 
-    quiet_interrupts()
     os.environ["KERAS_BACKEND"] = "jax"  # jax.export traces the model's JAX function
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    prepare_process()  # before TensorFlow and Keras are imported
 
 import functools  # noqa: E402
 

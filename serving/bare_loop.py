@@ -90,4 +90,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    cli.prepare_process()
     sys.exit(main())

@@ -719,5 +719,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    cli.quiet_tensorflow()  # before the rows' task imports TensorFlow
+    cli.prepare_process()  # before the rows' task imports TensorFlow
     sys.exit(main())

@@ -378,4 +378,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    cli.prepare_process()
     sys.exit(main())

@@ -240,7 +240,6 @@ def build_parser():
 
 def serve(argv, requests, answers):
     """Parse the arguments, load the model, then serve `requests` (online or offline)."""
-    cli.quiet_tensorflow()
     args = build_parser().parse_args(argv)
     submission = Submission.load(args.run_dir, args.runtime, args.precision, args.device)
     if args.offline:
@@ -320,4 +319,5 @@ def report_failure(answers):
 
 
 if __name__ == "__main__":
+    cli.prepare_process()
     sys.exit(main())

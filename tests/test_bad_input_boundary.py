@@ -57,11 +57,11 @@ def test_ctrl_c_inside_a_command_is_one_line_and_130(capsys):
 def test_ctrl_c_while_a_command_imports_is_one_line():
     """Before run_main is reached (TensorFlow importing), the interrupt is the same one line."""
     child = subprocess.Popen(
-        [sys.executable, "-c", "import arena_tf, time; print('ready', flush=True); time.sleep(60)"],
+        [sys.executable, "-m", "arena_tf.train", "--task=listops", "--model=full"],
         env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # as from a terminal: a shell's `make test &` starts it with Ctrl-C ignored, inherited here
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert child.stdout.readline() == "ready\n"
+    assert child.stdout.readline() == "loading TensorFlow\n"  # printed before the import begins
     child.send_signal(signal.SIGINT)
     assert child.wait(timeout=60) == -signal.SIGINT
     assert_one_error_line(child.stderr.read(), "interrupted (Ctrl-C)")

@@ -20,7 +20,11 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arena_tf import cli, tasks  # noqa: E402
+from arena_tf import cli  # noqa: E402 (after the path above)
+
+cli.prepare_process()  # before TensorFlow and Keras are imported
+
+from arena_tf import tasks  # noqa: E402
 
 
 def peak_rss_bytes(command):

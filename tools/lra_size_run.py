@@ -14,9 +14,13 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from arena_tf import cli  # noqa: E402 (after the path above)
+
+cli.prepare_process()  # before TensorFlow and Keras are imported
+
 import yaml  # noqa: E402
 
-from arena_tf import cli, files  # noqa: E402
+from arena_tf import files  # noqa: E402
 from arena_tf.config import ModelConfig, load_experiment, read_yaml  # noqa: E402
 from arena_tf.models import build_classifier  # noqa: E402
 

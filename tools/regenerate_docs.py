@@ -26,7 +26,11 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arena_tf import catalogue, cli, files, preset_timing  # noqa: E402 (after the path above)
+from arena_tf import cli  # noqa: E402 (after the path above)
+
+cli.prepare_process()  # before TensorFlow and Keras are imported
+
+from arena_tf import catalogue, files, preset_timing  # noqa: E402
 from arena_tf.markdown import replace_section  # noqa: E402
 from arena_tf.reproduce import report  # noqa: E402
 from arena_tf.reproduce.results import RESULTS, read_results  # noqa: E402

@@ -17,18 +17,20 @@ Modules, one concept each:
 - `commands`: the two commands behind `python -m arena_tf.analysis`.
 """
 
-from arena_tf.analysis.rollout import rollout, with_residual
-from arena_tf.analysis.span import SpanAccumulator, head_spans, uniform_span
-from arena_tf.analysis.weights import MAX_POSITIONS, as_distribution, implied_weights, layer_weights
+import importlib
 
-__all__ = [
-    "MAX_POSITIONS",
-    "SpanAccumulator",
-    "as_distribution",
-    "head_spans",
-    "implied_weights",
-    "layer_weights",
-    "rollout",
-    "uniform_span",
-    "with_residual",
-]
+# The package's names, imported on first use (PEP 562): `python -m arena_tf.analysis` runs this file
+# before its command can check KERAS_BACKEND, so it must not import Keras itself.
+_HOMES = {
+    "rollout": ("rollout", "with_residual"),
+    "span": ("SpanAccumulator", "head_spans", "uniform_span"),
+    "weights": ("MAX_POSITIONS", "as_distribution", "implied_weights", "layer_weights"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name):
+    if name not in _HOME_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOME_OF[name]}"), name)

@@ -19,8 +19,6 @@ from arena_tf import cli, files
 from arena_tf.generators import pathfinder as generator
 from arena_tf.tasks.pathfinder import split_distance_baseline
 
-cli.quiet_tensorflow()
-
 DEFAULT_CHART = "runs/analysis/span.png"
 
 
@@ -155,4 +153,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    cli.prepare_process()
     sys.exit(main())

@@ -4,9 +4,13 @@ layers|pairs|train|xla|precision|gpu|report|profile [options]` (--help)."""
 import pathlib
 import sys
 
-import arena_tf.layers as attention_layers
 from arena_tf import cli
-from arena_tf.benchmark import (
+
+if __name__ == "__main__":  # before TensorFlow and Keras are imported
+    cli.prepare_process()
+
+import arena_tf.layers as attention_layers  # noqa: E402
+from arena_tf.benchmark import (  # noqa: E402
     backends, gpu, layer_sweep, lra_table2, pairs, peers, precision, profiling, report, xla,
 )
 

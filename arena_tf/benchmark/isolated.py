@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from arena_tf import files
+from arena_tf import cli, files
 
 # kind -> "module:function" measuring one spec in the current process.
 MEASUREMENTS = {
@@ -88,4 +88,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    cli.prepare_process()
     main(sys.argv[1:])

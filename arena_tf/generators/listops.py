@@ -363,4 +363,5 @@ def run(args):
 
 
 if __name__ == "__main__":
+    cli.prepare_process()
     sys.exit(main())

@@ -687,4 +687,5 @@ def baseline_line(config, threshold, fitted, scored, scored_on, fitted_on):
 
 
 if __name__ == "__main__":
+    cli.prepare_process()
     sys.exit(main())

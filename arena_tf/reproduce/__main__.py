@@ -3,9 +3,13 @@
 import sys
 
 from arena_tf import cli
-from arena_tf.reproduce import report, running
-from arena_tf.reproduce.results import RESULTS, merge, recorded_runs
-from arena_tf.reproduce.suites import load_suite, plan, suite_paths
+
+if __name__ == "__main__":  # before TensorFlow and Keras are imported
+    cli.prepare_process()
+
+from arena_tf.reproduce import report, running  # noqa: E402
+from arena_tf.reproduce.results import RESULTS, merge, recorded_runs  # noqa: E402
+from arena_tf.reproduce.suites import load_suite, plan, suite_paths  # noqa: E402
 
 
 def show_plan(suite, runs):

@@ -78,8 +78,20 @@ class Block(keras.layers.Layer):
     # encoder then gives it one head as wide as the stream.
     on_residual_stream = False
 
-    def __init__(self, attention, attention_params, num_heads, head_dim, mlp_dim, dropout,
-                 attention_dropout, max_len, seed=0, remat=False, **kwargs):
+    def __init__(
+        self,
+        attention,
+        attention_params,
+        num_heads,
+        head_dim,
+        mlp_dim,
+        dropout,
+        attention_dropout,
+        max_len,
+        seed=0,
+        remat=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.check_mechanism(attention)
         clash = sorted(set(attention_params) & set(self.mixer_params))
@@ -87,7 +99,8 @@ class Block(keras.layers.Layer):
             raise ValueError(
                 f"model.attention_params sets {', '.join(clash)}, which the {self.layout!r} block "
                 f"sets itself ({self.mixer_params}); drop it from model.attention_params or "
-                "choose model.block=transformer")
+                "choose model.block=transformer"
+            )
         self.remat = remat
         self.attention_name = attention
         self.attention_params = dict(attention_params)
@@ -96,9 +109,16 @@ class Block(keras.layers.Layer):
         self.max_len = max_len
         self.seed = seed
         self.attention = attention_layers.get(
-            attention, num_heads=num_heads, head_dim=head_dim, max_len=max_len,
-            attention_dropout=attention_dropout, seed=seed, name="attention",
-            dtype=self.dtype_policy, **attention_params, **self.mixer_params,
+            attention,
+            num_heads=num_heads,
+            head_dim=head_dim,
+            max_len=max_len,
+            attention_dropout=attention_dropout,
+            seed=seed,
+            name="attention",
+            dtype=self.dtype_policy,
+            **attention_params,
+            **self.mixer_params,
         )
         self.dropout = keras.layers.Dropout(dropout, seed=seed, dtype=self.dtype_policy)
         self.supports_masking = True
@@ -116,8 +136,7 @@ class Block(keras.layers.Layer):
         return keras.layers.LayerNormalization(epsilon=1e-6, name=name, dtype=self.dtype_policy)
 
     def dense(self, units, name, input_shape, activation=None):
-        layer = keras.layers.Dense(units, activation=activation, name=name,
-                                   dtype=self.dtype_policy)
+        layer = keras.layers.Dense(units, activation=activation, name=name, dtype=self.dtype_policy)
         layer.build(input_shape)
         return layer
 
@@ -151,10 +170,15 @@ class Block(keras.layers.Layer):
 def _require(block, accepted, attention):
     cls = attention_layers.lookup(attention)
     if not issubclass(cls, accepted):
-        names = ", ".join(name for name in attention_layers.available()
-                          if issubclass(attention_layers.lookup(name), accepted))
-        raise ValueError(f"model.block={block} cannot hold model.attention={attention}; expected "
-                         f"one of {names}; choose model.block=transformer for {attention}")
+        names = ", ".join(
+            name
+            for name in attention_layers.available()
+            if issubclass(attention_layers.lookup(name), accepted)
+        )
+        raise ValueError(
+            f"model.block={block} cannot hold model.attention={attention}; expected "
+            f"one of {names}; choose model.block=transformer for {attention}"
+        )
 
 
 @SERIALIZABLE
@@ -171,8 +195,9 @@ class TransformerBlock(Block):
         self.attention.build(input_shape)
         self.mlp_norm.build(input_shape)
         self.mlp_in = self.dense(self.mlp_dim, "mlp_in", input_shape)
-        self.mlp_out = self.dense(input_shape[-1], "mlp_out",
-                                  tuple(input_shape[:-1]) + (self.mlp_dim,))
+        self.mlp_out = self.dense(
+            input_shape[-1], "mlp_out", tuple(input_shape[:-1]) + (self.mlp_dim,)
+        )
 
     def forward(self, x, mask, training):
         x = x + self.mixed(self.attention_norm(x), mask, training)
@@ -238,8 +263,9 @@ class MegaBlock(Block):
         self.attention.build(input_shape)
         self.attention_norm.build(input_shape)
         self.mlp_in = self.dense(self.mlp_dim, "mlp_in", input_shape)
-        self.mlp_out = self.dense(input_shape[-1], "mlp_out",
-                                  tuple(input_shape[:-1]) + (self.mlp_dim,))
+        self.mlp_out = self.dense(
+            input_shape[-1], "mlp_out", tuple(input_shape[:-1]) + (self.mlp_dim,)
+        )
         self.mlp_norm.build(input_shape)
 
     def forward(self, x, mask, training):

@@ -1,7 +1,7 @@
 """The catalogue of mechanisms (arena_tf/layers/README.md), generated from the registry.
 
-    python -m arena_tf.catalogue            # print the Markdown table
-    make docs                               # write it into arena_tf/layers/README.md (and the rest)
+python -m arena_tf.catalogue            # print the Markdown table
+make docs                               # write it into arena_tf/layers/README.md (and the rest)
 """
 
 import inspect
@@ -35,12 +35,16 @@ def block_of(name, configs_dir=CONFIGS_DIR):
 
 
 def table():
-    rows = ["| mechanism | paper | cost | block (`model.block`) | parameters (defaults) |",
-            "|---|---|---|---|---|"]
+    rows = [
+        "| mechanism | paper | cost | block (`model.block`) | parameters (defaults) |",
+        "|---|---|---|---|---|",
+    ]
     for name in layers.available():
         cls = layers.lookup(name)
-        rows.append(f"| `{name}` | {cls.paper} | {cls.complexity} | `{block_of(name)}` | "
-                    f"{mechanism_params(cls)} |")
+        rows.append(
+            f"| `{name}` | {cls.paper} | {cls.complexity} | `{block_of(name)}` | "
+            f"{mechanism_params(cls)} |"
+        )
     return "\n".join(rows)
 
 
@@ -50,10 +54,11 @@ def with_table(text):
 
 
 def main(argv=None):
-    cli.ArgumentParser(prog="python -m arena_tf.catalogue",
-                       description="Print the catalogue of mechanisms as a Markdown table "
-                                   "(`make docs` writes it into arena_tf/layers/README.md).",
-                       ).parse_args(argv)
+    cli.ArgumentParser(
+        prog="python -m arena_tf.catalogue",
+        description="Print the catalogue of mechanisms as a Markdown table "
+        "(`make docs` writes it into arena_tf/layers/README.md).",
+    ).parse_args(argv)
     return cli.run_main(lambda: print(table()))
 
 

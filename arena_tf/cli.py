@@ -102,7 +102,7 @@ def run_main(body, debug=False, usage=(), failures=()):
         status = body() or 0
         sys.stdout.flush()  # a reader gone shows here, not in Python's flush at exit
         return status
-    except BaseException as error:  # noqa: B036 (the boundary: every error becomes one line)
+    except BaseException as error:  # noqa: BLE001 (the boundary: every error becomes one line)
         if debug or isinstance(error, SystemExit):
             raise
         return ended(error, usage, failures)
@@ -126,9 +126,11 @@ def outcome(error, usage=(), failures=()):
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED, EXIT_INTERRUPTED
     if isinstance(error, MemoryError):
-        return error_line(f"out of memory ({' '.join(str(error).split())[:200] or 'MemoryError'})",
-                          "a run that fits in the memory available",
-                          "ask for less (fewer examples, a smaller batch or length)"), EXIT_FAILURE
+        return error_line(
+            f"out of memory ({' '.join(str(error).split())[:200] or 'MemoryError'})",
+            "a run that fits in the memory available",
+            "ask for less (fewer examples, a smaller batch or length)",
+        ), EXIT_FAILURE
     if isinstance(error, CommandError):
         return str(error), error.exit_code
     if isinstance(error, tuple(usage) + tuple(failures)):
@@ -139,20 +141,29 @@ def outcome(error, usage=(), failures=()):
 
 
 EXIT_INTERRUPTED = 130  # the shells' status of a command stopped by Ctrl-C (128 + SIGINT)
-INTERRUPTED = error_line("interrupted (Ctrl-C)", "the command to run to its end",
-                         "rerun it; outputs are written whole or not at all")
+INTERRUPTED = error_line(
+    "interrupted (Ctrl-C)",
+    "the command to run to its end",
+    "rerun it; outputs are written whole or not at all",
+)
 KNOWN_EXPECTED = {  # the rest of the line for a listed exception that does not say it
     EXIT_USAGE: ("the inputs the command's --help describes", "correct them and rerun"),
-    EXIT_FAILURE: ("the run to complete", "check the paths, permissions and free disk space, "
-                   "then rerun (--debug shows the traceback)"),
+    EXIT_FAILURE: (
+        "the run to complete",
+        "check the paths, permissions and free disk space, "
+        "then rerun (--debug shows the traceback)",
+    ),
 }
 
 
 def internal_error_line(error):
     """`internal error: <type>: <message>; expected ...; ... rerun with --debug`, one line."""
     message = " ".join(str(error).split())[:300] or "(no message)"
-    return error_line(f"internal error: {type(error).__name__}: {message}",
-                      "no internal error", "please report it; rerun with --debug for the traceback")
+    return error_line(
+        f"internal error: {type(error).__name__}: {message}",
+        "no internal error",
+        "please report it; rerun with --debug for the traceback",
+    )
 
 
 def stdout_reader_left(error):
@@ -191,13 +202,18 @@ def check_keras_backend(environ=os.environ):
     expected = "tensorflow or jax, the backends arena_tf runs on"
     fix = "set KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax, or unset it"
     if name not in RUNS_ON:
-        kind = "a Keras backend arena_tf does not run on" if name in KERAS_BACKENDS else (
-            "not a Keras backend")
+        kind = (
+            "a Keras backend arena_tf does not run on"
+            if name in KERAS_BACKENDS
+            else ("not a Keras backend")
+        )
         line = error_line(f"KERAS_BACKEND={name!r} is {kind}", expected, fix)
     elif importlib.util.find_spec(name) is None:
-        line = error_line(f"KERAS_BACKEND={name} but {name} is not installed",
-                          f"{name} installed, or another backend arena_tf runs on",
-                          f"install it: pip install -c constraints.txt -e \".[{RUNS_ON[name]}]\"")
+        line = error_line(
+            f"KERAS_BACKEND={name} but {name} is not installed",
+            f"{name} installed, or another backend arena_tf runs on",
+            f'install it: pip install -c constraints.txt -e ".[{RUNS_ON[name]}]"',
+        )
     else:
         return
     report(line)
@@ -220,16 +236,22 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _get_help_string(self, action):
         text = action.help or ""
         default = action.default
-        if (not action.option_strings or "default" in text or default is argparse.SUPPRESS
-                or default in (None, False, [])):
+        if (
+            not action.option_strings
+            or "default" in text
+            or default is argparse.SUPPRESS
+            or default in (None, False, [])
+        ):
             return text
         shown = ",".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
         return f"{text} (default: {shown.replace('%', '%%')})".strip()
 
 
-GRAMMAR = ("flags are --kebab-case (also accepted with underscores for hyphens); a list takes\n"
-           "commas or spaces (--tasks a,b or --tasks a b); precision is fp32, bf16 or fp16;\n"
-           "--debug shows the traceback of an error")
+GRAMMAR = (
+    "flags are --kebab-case (also accepted with underscores for hyphens); a list takes\n"
+    "commas or spaces (--tasks a,b or --tasks a b); precision is fp32, bf16 or fp16;\n"
+    "--debug shows the traceback of an error"
+)
 
 
 def kebab(name):
@@ -243,14 +265,19 @@ def output_file(path, flag="--out", example="out.jsonl", inputs=()):
     found before anything is written."""
     path = pathlib.Path(path)
     if path.is_dir():
-        raise UsageError(f"{flag} {path} is a directory", "the path of a file to write",
-                         f"name a file, e.g. {flag} {path / example}")
+        raise UsageError(
+            f"{flag} {path} is a directory",
+            "the path of a file to write",
+            f"name a file, e.g. {flag} {path / example}",
+        )
     read = next((p for p in map(pathlib.Path, inputs) if same_file(p, path)), None)
     if read is not None:
         also = f" ({read})" if str(read) != str(path) else ""
-        raise UsageError(f"{flag} {path} is one of the files this command reads{also}",
-                         "an output apart from the inputs",
-                         f"name another file, e.g. {flag} {path.parent / example}")
+        raise UsageError(
+            f"{flag} {path} is one of the files this command reads{also}",
+            "an output apart from the inputs",
+            f"name another file, e.g. {flag} {path.parent / example}",
+        )
     output_dir(path.parent, flag, make=False)
     return path
 
@@ -268,20 +295,29 @@ def output_dir(path, flag="--out-dir", make=True):
     chose). `make`: make it now (else only its nearest existing folder is tried, so that a
     command that fails later leaves no empty folder)."""
     path = pathlib.Path(path)
-    named, fix = (f"{flag} {path}", f"choose another {flag}") if flag else (
-        f"{path}", "free that place or write elsewhere")
+    named, fix = (
+        (f"{flag} {path}", f"choose another {flag}")
+        if flag
+        else (f"{path}", "free that place or write elsewhere")
+    )
     nearest = next(p for p in (path, *path.parents) if p.exists())
     if not nearest.is_dir():
         where = "" if nearest == path else f": {nearest}"
-        raise PlaceError(f"{named}{where} is a file, not a folder",
-                         "a folder, or a path whose folders are folders", fix)
+        raise PlaceError(
+            f"{named}{where} is a file, not a folder",
+            "a folder, or a path whose folders are folders",
+            fix,
+        )
     try:
         if make:
             path.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=path if make else nearest).close()  # what mkdir lets through
     except OSError as error:
-        raise PlaceError(f"{named}: cannot write there ({error.strerror or error})",
-                         "a folder this user can create and write", fix) from None
+        raise PlaceError(
+            f"{named}: cannot write there ({error.strerror or error})",
+            "a folder this user can create and write",
+            fix,
+        ) from None
     return path
 
 
@@ -291,9 +327,11 @@ def place_for(path, folder):
     path = pathlib.Path(path)
     found, wanted = ("file", "folder") if folder else ("folder", "file")
     if os.path.lexists(path) and path.is_dir() != folder:  # a dangling link counts as a file
-        raise PlaceError(f"{path} is a {found}, where a {wanted} is to be written",
-                         f"a {wanted} or nothing at that path",
-                         f"move that {found} away, or write elsewhere")
+        raise PlaceError(
+            f"{path} is a {found}, where a {wanted} is to be written",
+            f"a {wanted} or nothing at that path",
+            f"move that {found} away, or write elsewhere",
+        )
     return path
 
 
@@ -309,8 +347,12 @@ class ArgumentParser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", HelpFormatter)
         kwargs.setdefault("epilog", GRAMMAR)
         super().__init__(*args, **kwargs)
-        self.add_argument("--debug", action="store_true", default=self.debug_default,
-                          help="show the full traceback of an error instead of one line")
+        self.add_argument(
+            "--debug",
+            action="store_true",
+            default=self.debug_default,
+            help="show the full traceback of an error instead of one line",
+        )
 
     def _add_action(self, action):
         action.option_strings = list(dict.fromkeys(map(kebab, action.option_strings)))
@@ -346,8 +388,11 @@ class ArgumentParser(argparse.ArgumentParser):
         return out
 
     def error(self, message):
-        self.exit(EXIT_USAGE, f"error: {message}; expected the arguments in "
-                              f"`{self.prog} --help`; fix the command line\n")
+        self.exit(
+            EXIT_USAGE,
+            f"error: {message}; expected the arguments in "
+            f"`{self.prog} --help`; fix the command line\n",
+        )
 
 
 def kebab_group(group):
@@ -365,10 +410,12 @@ class SubcommandParser(ArgumentParser):
 
 def whole_number(minimum):
     """argparse type: a whole number >= `minimum`, e.g. `type=cli.whole_number(0)`."""
+
     def parse(text):
         if not str(text).strip().isdecimal() or int(text) < minimum:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {minimum}")
         return int(text)
+
     return parse
 
 
@@ -412,16 +459,20 @@ class Items(argparse.Action):
         except (TypeError, ValueError, argparse.ArgumentTypeError) as error:
             raise argparse.ArgumentError(self, f"invalid item {text!r} ({error})") from None
         if self.allowed is not None and value not in self.allowed:
-            raise argparse.ArgumentError(self, f"invalid choice: {text!r} (choose from "
-                                               f"{', '.join(map(repr, self.allowed))})")
+            raise argparse.ArgumentError(
+                self, f"invalid choice: {text!r} (choose from {', '.join(map(repr, self.allowed))})"
+            )
         return value
 
 
 # The one precision vocabulary: the short names, and Keras's dtype policies as synonyms.
 PRECISIONS = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-PRECISION_SYNONYMS = {**{name: name for name in PRECISIONS},
-                      **{policy: name for name, policy in PRECISIONS.items()},
-                      "bfloat16": "bf16", "float16": "fp16"}
+PRECISION_SYNONYMS = {
+    **{name: name for name in PRECISIONS},
+    **{policy: name for name, policy in PRECISIONS.items()},
+    "bfloat16": "bf16",
+    "float16": "fp16",
+}
 
 
 def precision(text):
@@ -431,7 +482,8 @@ def precision(text):
         return PRECISION_SYNONYMS[text.strip().lower()]
     except KeyError:
         raise argparse.ArgumentTypeError(
-            f"unknown precision {text!r} (known: {', '.join(PRECISION_SYNONYMS)})") from None
+            f"unknown precision {text!r} (known: {', '.join(PRECISION_SYNONYMS)})"
+        ) from None
 
 
 def keras_precision(text):

@@ -42,7 +42,6 @@ class ConfigError(UsageError, ValueError):
         return ConfigError(f"{source}: {self.what}", self.expected, self.fix)
 
 
-
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """Everything `arena_tf.models.build_classifier` needs.
@@ -86,12 +85,18 @@ class ModelConfig:
     def __post_init__(self):
         check_types(self)
         check_ranges("model", self, ConfigError)
-        for name, choices in (("pooling", POOLINGS), ("position_embedding", POSITION_EMBEDDINGS),
-                              ("token_embedding", TOKEN_EMBEDDINGS), ("block", BLOCKS)):
+        for name, choices in (
+            ("pooling", POOLINGS),
+            ("position_embedding", POSITION_EMBEDDINGS),
+            ("token_embedding", TOKEN_EMBEDDINGS),
+            ("block", BLOCKS),
+        ):
             if getattr(self, name) not in choices:
-                raise ConfigError(f"{name}={getattr(self, name)!r} is invalid",
-                                  f"one of {', '.join(choices)}",
-                                  f"set model.{name} to one of them")
+                raise ConfigError(
+                    f"{name}={getattr(self, name)!r} is invalid",
+                    f"one of {', '.join(choices)}",
+                    f"set model.{name} to one of them",
+                )
         check_model_relations(self, ConfigError)
 
     @property
@@ -132,12 +137,16 @@ def check_types(config):
         accepted = _ACCEPTED[field.type]
         if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
             expected = " or ".join(t.__name__ for t in accepted)
-            raise ConfigError(f"{field.name}={value!r} has the wrong type",
-                              f"a value of type {expected}", f"correct the value of {field.name}")
+            raise ConfigError(
+                f"{field.name}={value!r} has the wrong type",
+                f"a value of type {expected}",
+                f"correct the value of {field.name}",
+            )
 
 
 SCHEDULES = ("rsqrt", "cosine", "constant")
-# "auto": mixed_bfloat16 where a GPU is detected, else float32 (arena_tf/training/auto_precision.py).
+# "auto": mixed_bfloat16 where a GPU is detected, else float32
+# (arena_tf/training/auto_precision.py).
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 
 
@@ -193,15 +202,22 @@ class TrainConfig:
         check_ranges("train", self, ConfigError)
         for name, choices in (("schedule", SCHEDULES), ("precision", PRECISIONS)):
             if getattr(self, name) not in choices:
-                raise ConfigError(f"train.{name}={getattr(self, name)!r} is invalid",
-                                  f"one of {', '.join(choices)}",
-                                  f"set train.{name} to one of them")
+                raise ConfigError(
+                    f"train.{name}={getattr(self, name)!r} is invalid",
+                    f"one of {', '.join(choices)}",
+                    f"set train.{name} to one of them",
+                )
         for name, scale in self.learning_rate_scales.items():
-            if (isinstance(scale, bool) or not isinstance(scale, (int, float))
-                    or not (math.isfinite(scale) and scale > 0)):
-                raise ConfigError(f"train.learning_rate_scales.{name}={scale!r} is invalid",
-                                  "a positive number (a factor of the learning rate)",
-                                  f"set train.learning_rate_scales.{name} to e.g. 0.1")
+            if (
+                isinstance(scale, bool)
+                or not isinstance(scale, (int, float))
+                or not (math.isfinite(scale) and scale > 0)
+            ):
+                raise ConfigError(
+                    f"train.learning_rate_scales.{name}={scale!r} is invalid",
+                    "a positive number (a factor of the learning rate)",
+                    f"set train.learning_rate_scales.{name} to e.g. 0.1",
+                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,8 +254,12 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise yaml.composer.ComposerError(
-                None, None, f"found the alias *{event.anchor[:40]}, and aliases are not accepted "
-                "(write the value out)", event.start_mark)
+                None,
+                None,
+                f"found the alias *{event.anchor[:40]}, and aliases are not accepted "
+                "(write the value out)",
+                event.start_mark,
+            )
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node, deep=False):
@@ -271,30 +291,47 @@ def read_yaml(path, keys=None):
     """A YAML mapping of sections (or of `keys`, for another kind of file); a clear error naming
     the file (and line) otherwise."""
     try:
-        data = yaml.load(pathlib.Path(path).read_text(encoding="utf-8"),
-                         Loader=_UniqueKeyLoader) or {}
+        data = (
+            yaml.load(pathlib.Path(path).read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
+        )
     except UnicodeDecodeError as error:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}: "
-                          f"{error.object[error.start:error.start + 1]!r})",
-                          "a YAML file in UTF-8", f"save {path} as UTF-8") from None
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {error.start}: "
+            f"{error.object[error.start : error.start + 1]!r})",
+            "a YAML file in UTF-8",
+            f"save {path} as UTF-8",
+        ) from None
     except yaml.YAMLError as error:
         problem, line = _yaml_problem(error)
         where = f" at line {line}" if line else ""
         if isinstance(error, DuplicateKeyError):
-            raise ConfigError(f"{path}: not valid YAML{where} ({problem})",
-                              "each key once in a mapping",
-                              f"keep one {error.keys[0]}: line in {path}") from None
-        raise ConfigError(f"{path}: not valid YAML{where} ({problem})",
-                          "a YAML mapping" + (" of sections" if keys is None else ""),
-                          f"correct the YAML of {path}{where}") from None
+            raise ConfigError(
+                f"{path}: not valid YAML{where} ({problem})",
+                "each key once in a mapping",
+                f"keep one {error.keys[0]}: line in {path}",
+            ) from None
+        raise ConfigError(
+            f"{path}: not valid YAML{where} ({problem})",
+            "a YAML mapping" + (" of sections" if keys is None else ""),
+            f"correct the YAML of {path}{where}",
+        ) from None
     except OSError as error:
-        raise ConfigError(f"cannot read {path} ({error.strerror or error})", "a readable YAML file",
-                          "check the path and its permissions") from None
+        raise ConfigError(
+            f"cannot read {path} ({error.strerror or error})",
+            "a readable YAML file",
+            "check the path and its permissions",
+        ) from None
     if not isinstance(data, dict):
-        expected, form = ((f"sections {', '.join(SECTIONS)}", "`section:` blocks of `key: value`")
-                          if keys is None else (", ".join(keys), "`key: value`"))
-        raise ConfigError(f"{path}: holds a {type(data).__name__}, not a mapping",
-                          f"a mapping of {expected}", f"write {path} as {form} lines")
+        expected, form = (
+            (f"sections {', '.join(SECTIONS)}", "`section:` blocks of `key: value`")
+            if keys is None
+            else (", ".join(keys), "`key: value`")
+        )
+        raise ConfigError(
+            f"{path}: holds a {type(data).__name__}, not a mapping",
+            f"a mapping of {expected}",
+            f"write {path} as {form} lines",
+        )
     return data
 
 
@@ -309,17 +346,25 @@ def merge_into(raw, layer, source):
     """Merge one {section: {key: value}} layer into raw, checking sections and keys."""
     for section, values in layer.items():
         if section not in SECTIONS:
-            raise ConfigError(f"{source}: unknown section {section!r}",
-                              f"one of {', '.join(SECTIONS)}", "correct the section name")
+            raise ConfigError(
+                f"{source}: unknown section {section!r}",
+                f"one of {', '.join(SECTIONS)}",
+                "correct the section name",
+            )
         known = {f.name for f in dataclasses.fields(SECTIONS[section])}
         if values is not None and not isinstance(values, dict):
-            raise ConfigError(f"{source}: section {section} holds {values!r}, not keys and values",
-                              f"a mapping of {section} keys ({', '.join(sorted(known))})",
-                              f"write the {section} settings as `key: value` lines under it")
+            raise ConfigError(
+                f"{source}: section {section} holds {values!r}, not keys and values",
+                f"a mapping of {section} keys ({', '.join(sorted(known))})",
+                f"write the {section} settings as `key: value` lines under it",
+            )
         for key, value in (values or {}).items():
             if key not in known:
-                raise ConfigError(f"{source}: unknown key {section}.{key}",
-                                  f"one of {', '.join(sorted(known))}", "correct the key name")
+                raise ConfigError(
+                    f"{source}: unknown key {section}.{key}",
+                    f"one of {', '.join(sorted(known))}",
+                    "correct the key name",
+                )
             target = raw.setdefault(section, {})
             target[key] = deep_merge(target.get(key), value)
             raw.setdefault("_sources", {})[f"{section}.{key}"] = str(source)
@@ -331,15 +376,18 @@ def parse_override(text):
     key, sep, value = text.partition("=")
     path = key.strip().split(".")
     if not sep or len(path) < 2 or not all(path):
-        raise ConfigError(f"--set {text!r} is invalid",
-                          "section.key=value, e.g. train.batch_size=8",
-                          "name the section and the key before the '='")
+        raise ConfigError(
+            f"--set {text!r} is invalid",
+            "section.key=value, e.g. train.batch_size=8",
+            "name the section and the key before the '='",
+        )
     try:
         nested = yaml.load(value, Loader=_UniqueKeyLoader)
     except DuplicateKeyError as error:
         raise ConfigError(
             f"--set {text!r} gives the key {' and '.join(error.keys)} twice",
-            "each key once in a mapping", f"keep one {error.keys[0]}: in the value"
+            "each key once in a mapping",
+            f"keep one {error.keys[0]}: in the value",
         ) from None
     except yaml.YAMLError as error:
         problem, _ = _yaml_problem(error)
@@ -369,16 +417,21 @@ def named_file(configs_dir, folder, name, flag, or_none=""):
     '../tasks/listops', is not); otherwise ConfigError listing them."""
     names = sorted(p.stem for p in (configs_dir / folder).glob("*.yaml") if "." not in p.stem)
     if name not in names:
-        raise ConfigError(f"unknown {flag[2:]} {name!r}",
-                          f"one of {', '.join(names)}", f"pass {flag} with one of them{or_none}")
+        raise ConfigError(
+            f"unknown {flag[2:]} {name!r}",
+            f"one of {', '.join(names)}",
+            f"pass {flag} with one of them{or_none}",
+        )
     return configs_dir / folder / f"{name}.yaml"
 
 
 def config_layers(task, model, preset=None, configs_dir=CONFIGS_DIR):
     """The YAML files that make an experiment, in merge order (missing optional ones skipped)."""
     configs_dir = pathlib.Path(configs_dir)
-    layers = [named_file(configs_dir, "tasks", task, "--task"),
-              named_file(configs_dir, "models", model, "--model")]
+    layers = [
+        named_file(configs_dir, "tasks", task, "--task"),
+        named_file(configs_dir, "models", model, "--model"),
+    ]
     per_model = configs_dir / "tasks" / f"{task}.models.yaml"
     if per_model.exists():
         layers.append((per_model, model))
@@ -393,13 +446,18 @@ def config_layers(task, model, preset=None, configs_dir=CONFIGS_DIR):
 def refuse_changed_choices(raw, sources, task, model):
     """ConfigError where a YAML file or --set changed the task or mechanism --task / --model chose
     (the run would train one thing under the other's name)."""
-    for section, key, flag, chosen in (("task", "name", "--task", task),
-                                       ("model", "attention", "--model", model)):
+    for section, key, flag, chosen in (
+        ("task", "name", "--task", task),
+        ("model", "attention", "--model", model),
+    ):
         value = raw[section][key]
         if value != chosen:
-            raise ConfigError(f"{sources.get(f'{section}.{key}')}: sets {section}.{key} to "
-                              f"{value!r}, but {flag} chose {chosen!r}",
-                              f"{flag} alone to pick the {section}", f"pass {flag}={value} instead")
+            raise ConfigError(
+                f"{sources.get(f'{section}.{key}')}: sets {section}.{key} to "
+                f"{value!r}, but {flag} chose {chosen!r}",
+                f"{flag} alone to pick the {section}",
+                f"pass {flag}={value} instead",
+            )
 
 
 def load_experiment(task, model, overrides=(), preset=None, derived=None, configs_dir=CONFIGS_DIR):
@@ -429,26 +487,39 @@ def read_run_config(run_dir, required=()):
     would otherwise read as their defaults)."""
     path = pathlib.Path(run_dir) / "config.yaml"
     if not path.is_file():
-        raise ConfigError(f"{run_dir} has no config.yaml",
-                          "a run directory of `python -m arena_tf.train`",
-                          "pass the --run-dir of a finished training run")
+        raise ConfigError(
+            f"{run_dir} has no config.yaml",
+            "a run directory of `python -m arena_tf.train`",
+            "pass the --run-dir of a finished training run",
+        )
     raw = read_yaml(path)
     if not raw.keys() & SECTIONS.keys():  # an empty file would read as every default
-        raise ConfigError(f"{path} holds none of the sections {', '.join(SECTIONS)}",
-                          "the config.yaml that training wrote",
-                          "retrain into a fresh run directory, or restore the file")
+        raise ConfigError(
+            f"{path} holds none of the sections {', '.join(SECTIONS)}",
+            "the config.yaml that training wrote",
+            "retrain into a fresh run directory, or restore the file",
+        )
     for name in required:
         if name not in raw:
-            raise ConfigError(f"{path}: no {name} section", "the config.yaml that training wrote",
-                              "retrain into a fresh run directory, or restore the file")
+            raise ConfigError(
+                f"{path}: no {name} section",
+                "the config.yaml that training wrote",
+                "retrain into a fresh run directory, or restore the file",
+            )
     for name in SECTIONS:
         if not isinstance(raw.get(name, {}), dict):
-            raise ConfigError(f"{path}: section {name} holds {raw[name]!r}, not keys and values",
-                              "the config.yaml that training wrote",
-                              "retrain into a fresh run directory, or restore the file")
+            raise ConfigError(
+                f"{path}: section {name} holds {raw[name]!r}, not keys and values",
+                "the config.yaml that training wrote",
+                "retrain into a fresh run directory, or restore the file",
+            )
     try:
-        return ExperimentConfig(**{name: cls(**raw.get(name, {})) for name, cls in SECTIONS.items()})
+        return ExperimentConfig(
+            **{name: cls(**raw.get(name, {})) for name, cls in SECTIONS.items()}
+        )
     except (TypeError, ConfigError) as error:
-        raise ConfigError(f"{path} is not a valid experiment config ({error})",
-                          "the config.yaml that training wrote",
-                          "retrain into a fresh --run-dir") from None
+        raise ConfigError(
+            f"{path} is not a valid experiment config ({error})",
+            "the config.yaml that training wrote",
+            "retrain into a fresh --run-dir",
+        ) from None

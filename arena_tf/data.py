@@ -47,8 +47,9 @@ from arena_tf.tasks import SPLITS, sources
 
 
 def build_parser():
-    parser = cli.ArgumentParser(prog="python -m arena_tf.data",
-                                description="Build or check task data.")
+    parser = cli.ArgumentParser(
+        prog="python -m arena_tf.data", description="Build or check task data."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     prepare = commands.add_parser("prepare", help="build or check one task's data")
     prepare.add_argument("--task", required=True, help="task name, e.g. listops")
@@ -63,8 +64,9 @@ def build_parser():
     bench.add_argument("--data-dir", default=None, help="where the task's data is (or goes)")
     add_set(bench)
     bench.add_argument("--batch-size", type=cli.positive_int, default=32)
-    bench.add_argument("--batches", type=cli.positive_int, default=200,
-                       help="timed batches, after 5 warm-up")
+    bench.add_argument(
+        "--batches", type=cli.positive_int, default=200, help="timed batches, after 5 warm-up"
+    )
     rows = commands.add_parser("rows", help="write one task split's rows as JSON Lines")
     rows.add_argument("--task", required=True, help="task name, e.g. listops")
     rows.add_argument("--data-dir", default=None, help="where the task's data is (or goes)")
@@ -76,9 +78,14 @@ def build_parser():
 
 
 def add_set(parser):
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="task.params.KEY=VALUE",
-                        help="a task parameter (YAML value), as training's --set; repeatable")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="task.params.KEY=VALUE",
+        help="a task parameter (YAML value), as training's --set; repeatable",
+    )
 
 
 def task_params(overrides):
@@ -86,11 +93,16 @@ def task_params(overrides):
     params = {}
     for text in overrides:
         layer = parse_override(text)
-        if set(layer) != {"task"} or set(layer["task"]) != {"params"} \
-                or not isinstance(layer["task"]["params"], dict):
-            raise ConfigError(f"--set {text!r} is not a task parameter",
-                              "task.params.KEY=VALUE (this command builds data only)",
-                              "set model and train values when training")
+        if (
+            set(layer) != {"task"}
+            or set(layer["task"]) != {"params"}
+            or not isinstance(layer["task"]["params"], dict)
+        ):
+            raise ConfigError(
+                f"--set {text!r} is not a task parameter",
+                "task.params.KEY=VALUE (this command builds data only)",
+                "set model and train values when training",
+            )
         params = deep_merge(params, layer["task"]["params"])
     return params
 
@@ -106,9 +118,12 @@ def make_task(tasks, args):
     except (TypeError, ValueError) as error:  # the task's or its generator's checks of params
         if not params:
             raise
-        raise ConfigError(f"--set task.params for {args.task}: {' '.join(str(error).split())}",
-                          f"parameters the {args.task} task accepts (see its class in "
-                          f"arena_tf/tasks/{args.task}.py)", "correct or drop that --set") from None
+        raise ConfigError(
+            f"--set task.params for {args.task}: {' '.join(str(error).split())}",
+            f"parameters the {args.task} task accepts (see its class in "
+            f"arena_tf/tasks/{args.task}.py)",
+            "correct or drop that --set",
+        ) from None
 
 
 # Batches alive at once in `bench` (the one timed, the one being built, tf.data's prefetched
@@ -125,7 +140,9 @@ def check_batch_fits(task, batch_size, available=None):
         raise cli.UsageError(
             f"--batch-size {batch_size} needs about {needed:.1f} GB for {BATCHES_HELD} batches of "
             f"{task.max_len}-token inputs, but this machine has {available:.1f} GB available",
-            "batches that fit in the memory available", "lower --batch-size")
+            "batches that fit in the memory available",
+            "lower --batch-size",
+        )
 
 
 def bench(task, args):
@@ -142,15 +159,20 @@ def bench(task, args):
             next(batches)
             progress.update()
     seconds = time.perf_counter() - start
-    print(f"{task.name}: {args.batches * args.batch_size / seconds:,.0f} examples/s "
-          f"({args.batches} batches of {args.batch_size}, {seconds:.1f} s)")
+    print(
+        f"{task.name}: {args.batches * args.batch_size / seconds:,.0f} examples/s "
+        f"({args.batches} batches of {args.batch_size}, {seconds:.1f} s)"
+    )
 
 
 def write_rows(task, args):
     """Write the split's rows (the first --limit) as JSON Lines to --out (atomically) or stdout."""
     if args.split not in SPLITS:
-        raise cli.UsageError(f"unknown split {args.split!r}", f"one of {', '.join(SPLITS)}",
-                             "pass --split with one of them")
+        raise cli.UsageError(
+            f"unknown split {args.split!r}",
+            f"one of {', '.join(SPLITS)}",
+            "pass --split with one of them",
+        )
     if args.out is not None:
         cli.output_file(args.out)
         refuse_overwriting_data(Path(args.out), sources.data_root(task.name, args.data_dir))
@@ -161,17 +183,20 @@ def write_rows(task, args):
         else:
             with atomic_writer(args.out) as out:
                 count = write_lines(rows, out, progress)
-    print(f"{task.name}: {count} {args.split} rows written to {args.out or 'stdout'}",
-          file=sys.stderr)
+    print(
+        f"{task.name}: {count} {args.split} rows written to {args.out or 'stdout'}", file=sys.stderr
+    )
 
 
 def refuse_overwriting_data(out, root):
     """UsageError when `out` is a file already in the data directory `root` (a split's own file,
     say), which writing the rows would replace."""
     if out.exists() and out.resolve().is_relative_to(Path(root).resolve()):
-        raise cli.UsageError(f"--out {out} is a file of the data directory {root}, which this "
-                             "command reads", "an output apart from the data",
-                             f"name a file outside {root}, e.g. --out {out.stem}.jsonl")
+        raise cli.UsageError(
+            f"--out {out} is a file of the data directory {root}, which this command reads",
+            "an output apart from the data",
+            f"name a file outside {root}, e.g. --out {out.stem}.jsonl",
+        )
 
 
 def write_lines(rows, out, progress):
@@ -222,13 +247,17 @@ def run(args):
         COMMANDS[args.command](task, args)
     except tf.errors.OpError as error:  # the data passed the checks, TensorFlow could not read it
         cause = " ".join(str(getattr(error, "message", error)).split())[-300:]
-        raise cli.RunError(f"{task.name}: TensorFlow could not read the data ({cause})",
-                           "data that passed the task's checks to be readable",
-                           "rerun with --debug for the details") from error
+        raise cli.RunError(
+            f"{task.name}: TensorFlow could not read the data ({cause})",
+            "data that passed the task's checks to be readable",
+            "rerun with --debug for the details",
+        ) from error
     except OSError as error:
-        raise cli.RunError(f"{task.name}: {error}",
-                           "the data and the output folders to be readable and writable",
-                           "check the paths and free disk space") from error
+        raise cli.RunError(
+            f"{task.name}: {error}",
+            "the data and the output folders to be readable and writable",
+            "check the paths and free disk space",
+        ) from error
     return 0
 
 

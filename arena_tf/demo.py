@@ -18,8 +18,8 @@ MEASURED = pathlib.Path(__file__).resolve().parent.parent / "docs" / "results" /
 
 
 def measured_time(task, model):
-    """'about 4 min 16 s (measured on 2 cores beside one busy process)' from docs/results/presets.json,
-    or None when that preset was not measured."""
+    """'about 4 min 16 s (measured on 2 cores beside one busy process)' from
+    docs/results/presets.json, or None when that preset was not measured."""
     try:
         measured = json.loads(MEASURED.read_text())
         rows, cores = measured["rows"], measured.get("cores", "?")
@@ -30,8 +30,10 @@ def measured_time(task, model):
             seconds = round(row["seconds"])
             busy = row.get("busy", 0)
             beside = f" beside {busy} busy process{'es' if busy > 1 else ''}" if busy else ""
-            return (f"about {seconds // 60} min {seconds % 60:02d} s, data generation included "
-                    f"(measured on {cores} cores{beside})")
+            return (
+                f"about {seconds // 60} min {seconds % 60:02d} s, data generation included "
+                f"(measured on {cores} cores{beside})"
+            )
     return None
 
 
@@ -52,8 +54,7 @@ def main(argv=None):
         Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
             arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
-    parser = cli.ArgumentParser(prog="python -m arena_tf.demo",
-                                description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m arena_tf.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="listops", help="a task whose data the project generates")
     parser.add_argument("--model", default="linformer", help="an attention mechanism")
     args = parser.parse_args(argv)
@@ -64,14 +65,24 @@ def demo(args):
     """Train, evaluate and report; the training's exit status where it failed."""
     run_dir = f"runs/demo-{args.task}-{args.model}"
     expected = measured_time(args.task, args.model)
-    print(f"demo: train {args.model} on the tiny {args.task} preset (its data is generated on first "
-          f"use), evaluate it on the test split, then report; "
-          f"{expected or 'a few minutes on a laptop-class CPU'}", flush=True)
+    print(
+        f"demo: train {args.model} on the tiny {args.task} preset (its data is generated on first "
+        f"use), evaluate it on the test split, then report; "
+        f"{expected or 'a few minutes on a laptop-class CPU'}",
+        flush=True,
+    )
     print("loading TensorFlow", flush=True)
     from arena_tf import train  # TensorFlow and Keras: after the line saying they load
 
-    status = train.main([f"--task={args.task}", f"--model={args.model}", "--preset=tiny",
-                         f"--run-dir={run_dir}", *(["--debug"] if args.debug else [])])
+    status = train.main(
+        [
+            f"--task={args.task}",
+            f"--model={args.model}",
+            "--preset=tiny",
+            f"--run-dir={run_dir}",
+            *(["--debug"] if args.debug else []),
+        ]
+    )
     if status:
         return status
     with open(f"{run_dir}/metrics.json") as file:

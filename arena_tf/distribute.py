@@ -22,12 +22,13 @@ replica code paths on a laptop: the replicas share the same cores, so it is for 
 import json
 import os
 
-from arena_tf.training.errors import StrategyError  # noqa: F401 (raised here, named here before)
-
 import tensorflow as tf
 
-TF_CONFIG_EXAMPLE = ('{"cluster": {"worker": ["host1:port", "host2:port"]}, '
-                     '"task": {"type": "worker", "index": 0}}')
+from arena_tf.training.errors import StrategyError  # noqa: F401 (raised here, named here before)
+
+TF_CONFIG_EXAMPLE = (
+    '{"cluster": {"worker": ["host1:port", "host2:port"]}, "task": {"type": "worker", "index": 0}}'
+)
 
 
 def cluster_workers():
@@ -38,8 +39,11 @@ def cluster_workers():
     try:
         cluster = json.loads(text).get("cluster", {})
     except (ValueError, AttributeError):
-        raise StrategyError("TF_CONFIG is not valid JSON", f"e.g. {TF_CONFIG_EXAMPLE}",
-                            "fix TF_CONFIG, or unset it to train on this machine alone") from None
+        raise StrategyError(
+            "TF_CONFIG is not valid JSON",
+            f"e.g. {TF_CONFIG_EXAMPLE}",
+            "fix TF_CONFIG, or unset it to train on this machine alone",
+        ) from None
     return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
 
 
@@ -56,7 +60,8 @@ def split_cpu(count):
     except RuntimeError:
         raise StrategyError(
             f"cannot split the CPU into {count} logical devices: TensorFlow already started its "
-            "devices in this process", "--cpu-devices before TensorFlow uses any device",
+            "devices in this process",
+            "--cpu-devices before TensorFlow uses any device",
             "pass --cpu-devices at the start of a fresh process",
         ) from None
 
@@ -64,7 +69,9 @@ def split_cpu(count):
 def tpu_strategy(tpu):
     """TPUStrategy on the named TPU ("local": this TPU VM's own)."""
     try:
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="" if tpu == "local" else tpu)
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+            tpu="" if tpu == "local" else tpu
+        )
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, OSError, tf.errors.OpError, RuntimeError) as error:
@@ -117,8 +124,11 @@ STRATEGIES = {
 def make_strategy(kind="auto", tpu=None, cpu_devices=None):
     """The strategy `kind` names (see STRATEGIES); `tpu` takes precedence over `kind`."""
     if kind not in STRATEGIES:
-        raise StrategyError(f"unknown strategy {kind!r}", f"one of {', '.join(STRATEGIES)}",
-                            "pass one of them to --strategy")
+        raise StrategyError(
+            f"unknown strategy {kind!r}",
+            f"one of {', '.join(STRATEGIES)}",
+            "pass one of them to --strategy",
+        )
     if cpu_devices:
         split_cpu(cpu_devices)
     if tpu:
@@ -132,8 +142,9 @@ def is_chief(strategy):
     if resolver is None or not cluster_workers():
         return True
     task_type, task_id = resolver.task_type, resolver.task_id
-    return task_type == "chief" or (task_type == "worker" and task_id == 0 and
-                                    "chief" not in resolver.cluster_spec().as_dict())
+    return task_type == "chief" or (
+        task_type == "worker" and task_id == 0 and "chief" not in resolver.cluster_spec().as_dict()
+    )
 
 
 def replica_devices(strategy):
@@ -141,7 +152,9 @@ def replica_devices(strategy):
     try:
         return list(strategy.extended.worker_devices)
     except RuntimeError:  # the default strategy: the first GPU, else the CPU
-        return [(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU"))[0].name]
+        return [
+            (tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU"))[0].name
+        ]
 
 
 # Class names of strategies whose public name differs.
@@ -153,9 +166,13 @@ PUBLIC_NAMES = {
 
 def describe(strategy):
     """One line for the log: strategy, replicas and the devices they run on."""
-    accelerators = [d.name for d in tf.config.list_logical_devices() if d.device_type in ("GPU", "TPU")]
+    accelerators = [
+        d.name for d in tf.config.list_logical_devices() if d.device_type in ("GPU", "TPU")
+    ]
     hardware = "" if accelerators else "; CPU only (no GPU or TPU found)"
     devices = ", ".join(replica_devices(strategy))
     name = type(strategy).__name__
-    return (f"{PUBLIC_NAMES.get(name, name)} with {strategy.num_replicas_in_sync} replica(s) on "
-            f"{devices}{hardware}")
+    return (
+        f"{PUBLIC_NAMES.get(name, name)} with {strategy.num_replicas_in_sync} replica(s) on "
+        f"{devices}{hardware}"
+    )

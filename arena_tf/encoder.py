@@ -30,8 +30,10 @@ def image_side(max_len, prefix=0):
     ValueError where they are not a square."""
     side = math.isqrt(max_len - prefix)
     if side * side != max_len - prefix:
-        raise ValueError(f"sinusoidal_2d positions need a square image, but max_len is {max_len} "
-                         f"with {prefix} token(s) in front of the image")
+        raise ValueError(
+            f"sinusoidal_2d positions need a square image, but max_len is {max_len} "
+            f"with {prefix} token(s) in front of the image"
+        )
     return side
 
 
@@ -50,9 +52,11 @@ def grid_sinusoids(max_len, width, prefix=0):
 # config.position_embedding -> [length, width] table added to the inputs, from the layer's settings.
 POSITION_TABLES = {
     "sinusoidal": lambda layer, length, width: sinusoids(
-        ops.cast(ops.arange(length), "float32"), width),
+        ops.cast(ops.arange(length), "float32"), width
+    ),
     "sinusoidal_2d": lambda layer, length, width: grid_sinusoids(
-        layer.max_len, width, layer.prefix)[:length],
+        layer.max_len, width, layer.prefix
+    )[:length],
     "learned": lambda layer, length, width: layer.table[:length],
     "none": None,
 }
@@ -85,8 +89,12 @@ class PositionEmbedding(keras.layers.Layer):
         return x + ops.cast(table(self, ops.shape(x)[1], x.shape[-1]), x.dtype)[None]
 
     def get_config(self):
-        return {**super().get_config(), "max_len": self.max_len, "kind": self.kind,
-                "prefix": self.prefix}
+        return {
+            **super().get_config(),
+            "max_len": self.max_len,
+            "kind": self.kind,
+            "prefix": self.prefix,
+        }
 
 
 @SERIALIZABLE
@@ -100,14 +108,18 @@ class IntensityEmbedding(keras.layers.Layer):
         self.levels, self.width = levels, width
 
     def build(self, input_shape):
-        self.scale = self.add_weight(name="scale", shape=(self.width,),
-                                     initializer=keras.initializers.RandomNormal(stddev=1.0))
+        self.scale = self.add_weight(
+            name="scale",
+            shape=(self.width,),
+            initializer=keras.initializers.RandomNormal(stddev=1.0),
+        )
         self.shift = self.add_weight(name="shift", shape=(self.width,), initializer="zeros")
 
     def call(self, tokens):
         brightness = ops.cast(tokens, self.compute_dtype) * (2.0 / (self.levels - 1)) - 1.0
         return brightness[..., None] * ops.cast(self.scale, self.compute_dtype) + ops.cast(
-            self.shift, self.compute_dtype)
+            self.shift, self.compute_dtype
+        )
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.width,)
@@ -118,13 +130,18 @@ class IntensityEmbedding(keras.layers.Layer):
 
 def _table_embedding(config, dtype):
     return keras.layers.Embedding(
-        config.vocab_size, config.emb_dim, name="token_embedding", dtype=dtype,
+        config.vocab_size,
+        config.emb_dim,
+        name="token_embedding",
+        dtype=dtype,
         embeddings_initializer=keras.initializers.RandomNormal(stddev=1.0),
     )
 
 
 def _intensity_embedding(config, dtype):
-    return IntensityEmbedding(config.vocab_size, config.emb_dim, name="token_embedding", dtype=dtype)
+    return IntensityEmbedding(
+        config.vocab_size, config.emb_dim, name="token_embedding", dtype=dtype
+    )
 
 
 # config.token_embedding -> the encoder's first layer.
@@ -145,21 +162,38 @@ class Encoder(keras.layers.Layer):
         c = self.config
         self.token_embedding = TOKEN_EMBEDDINGS[c.token_embedding](c, self.dtype_policy)
         self.position_embedding = PositionEmbedding(
-            c.encoder_len, c.position_embedding, prefix=c.encoder_len - c.max_len,
-            name="position_embedding", dtype=self.dtype_policy)
+            c.encoder_len,
+            c.position_embedding,
+            prefix=c.encoder_len - c.max_len,
+            name="position_embedding",
+            dtype=self.dtype_policy,
+        )
         self.dropout = keras.layers.Dropout(c.dropout, seed=c.seed, dtype=self.dtype_policy)
         block = BLOCKS[c.block]
         heads = (1, c.emb_dim) if block.on_residual_stream else (c.num_heads, c.head_dim)
         self.blocks = [
             block(
-                c.attention, c.attention_params, *heads, c.mlp_dim, c.dropout,
-                c.attention_dropout, c.encoder_len, seed=c.seed + i, remat=remat,
-                name=f"block_{i}", dtype=self.dtype_policy,
+                c.attention,
+                c.attention_params,
+                *heads,
+                c.mlp_dim,
+                c.dropout,
+                c.attention_dropout,
+                c.encoder_len,
+                seed=c.seed + i,
+                remat=remat,
+                name=f"block_{i}",
+                dtype=self.dtype_policy,
             )
             for i in range(c.num_layers)
         ]
-        self.final_norm = keras.layers.LayerNormalization(
-            epsilon=1e-6, name="final_norm", dtype=self.dtype_policy) if block.prenorm else None
+        self.final_norm = (
+            keras.layers.LayerNormalization(
+                epsilon=1e-6, name="final_norm", dtype=self.dtype_policy
+            )
+            if block.prenorm
+            else None
+        )
 
     def build(self, input_shape):
         c = self.config
@@ -190,7 +224,9 @@ class Encoder(keras.layers.Layer):
                 f"input length {tokens.shape[1]} exceeds max_len={c.max_len}; truncate the input "
                 "or raise max_len in the config"
             )
-        mask = ops.ones_like(tokens, dtype="bool") if c.padding_id is None else tokens != c.padding_id
+        mask = (
+            ops.ones_like(tokens, dtype="bool") if c.padding_id is None else tokens != c.padding_id
+        )
         x = self.token_embedding(tokens)
         if c.pooling == "cls":
             batch = ops.shape(x)[0]

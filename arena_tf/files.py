@@ -31,7 +31,7 @@ def _owner(name, path):
     prefix = _temporary_prefix(path)
     if not name.startswith(prefix):
         return None
-    match = re.fullmatch(r"(?:(\d+)\.)?[A-Za-z0-9_]{8}", name[len(prefix):])
+    match = re.fullmatch(r"(?:(\d+)\.)?[A-Za-z0-9_]{8}", name[len(prefix) :])
     if match is None:
         return None
     return int(match.group(1) or 0)
@@ -134,8 +134,11 @@ def staged(directory):
     with _explained(directory):
         directory.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(directory / STAGE)  # those of killed writers
-        stage = pathlib.Path(tempfile.mkdtemp(
-            prefix=f"{_temporary_prefix(directory / STAGE)}{os.getpid()}.", dir=directory))
+        stage = pathlib.Path(
+            tempfile.mkdtemp(
+                prefix=f"{_temporary_prefix(directory / STAGE)}{os.getpid()}.", dir=directory
+            )
+        )
     try:
         yield stage
         written = sorted(stage.iterdir())
@@ -187,6 +190,8 @@ def read_json(path):
     try:
         return json.loads(path.read_text())
     except (ValueError, OSError) as error:
-        raise cli.UsageError(f"{path} cannot be read as JSON ({' '.join(str(error).split())})",
-                             "the whole JSON file a benchmark or training run wrote",
-                             f"rerun what writes {path.name}, or move it away") from None
+        raise cli.UsageError(
+            f"{path} cannot be read as JSON ({' '.join(str(error).split())})",
+            "the whole JSON file a benchmark or training run wrote",
+            f"rerun what writes {path.name}, or move it away",
+        ) from None

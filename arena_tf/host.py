@@ -6,12 +6,22 @@ import platform
 
 CPUINFO = pathlib.Path("/proc/cpuinfo")
 # The vector units a CPU's flags name, widest first (x86, then Arm).
-VECTOR_UNITS = (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX-512 BF16"),
-                ("avx512f", "AVX-512"), ("avx2", "AVX2"), ("sve2", "SVE2"), ("sve", "SVE"),
-                ("asimd", "NEON"))
+VECTOR_UNITS = (
+    ("amx_bf16", "AMX-BF16"),
+    ("avx512_bf16", "AVX-512 BF16"),
+    ("avx512f", "AVX-512"),
+    ("avx2", "AVX2"),
+    ("sve2", "SVE2"),
+    ("sve", "SVE"),
+    ("asimd", "NEON"),
+)
 # What tells CPUs of one model name apart (x86: family and model; Arm: designer and part).
-IDENTIFIERS = (("cpu family", "family"), ("model", "model"), ("CPU implementer", "implementer"),
-               ("CPU part", "part"))
+IDENTIFIERS = (
+    ("cpu family", "family"),
+    ("model", "model"),
+    ("CPU implementer", "implementer"),
+    ("CPU part", "part"),
+)
 
 
 def first_processor(cpuinfo=CPUINFO):

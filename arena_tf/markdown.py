@@ -1,5 +1,5 @@
-"""Markdown tables for the generated reports (docs/results/efficiency/report.md, the serving bench's results.md)
-and for the README's generated sections, which sit between `<!-- NAME:start ... -->` and
+"""Markdown tables for the generated reports (docs/results/efficiency/report.md, the serving bench's
+results.md) and for the README's generated sections, which sit between `<!-- NAME:start ... -->` and
 `<!-- NAME:end -->` markers."""
 
 
@@ -22,7 +22,8 @@ def replace_section(text, name, body):
     head, found, rest = text.partition(start)
     marker_line, newline, _ = rest.partition("\n")
     if not found or not newline or end not in rest:
-        raise ValueError(f"no section {name}: it needs a line starting {start} and a later "
-                         f"line {end}")
+        raise ValueError(
+            f"no section {name}: it needs a line starting {start} and a later line {end}"
+        )
     _, tail = rest.split(end, 1)
     return f"{head}{start}{marker_line}\n{body}\n{end}{tail}"

@@ -26,21 +26,36 @@ def weight_count(model):
     """Parameters of the encoder classifier, near enough: embeddings, per layer the four
     projections and the MLP, the classifier head."""
     per_layer = 4 * model.emb_dim * model.qkv_dim + 2 * model.emb_dim * model.mlp_dim
-    return (model.vocab_size * model.emb_dim + model.num_layers * per_layer
-            + model.encoder_len * model.emb_dim + 4 * model.emb_dim * model.num_classes)
+    return (
+        model.vocab_size * model.emb_dim
+        + model.num_layers * per_layer
+        + model.encoder_len * model.emb_dim
+        + 4 * model.emb_dim * model.num_classes
+    )
 
 
 def estimate_gb(model, batch_size):
     """Estimated peak memory (GB) of one training step of `model` on `batch_size` examples."""
-    shape = costs.Shape(batch=batch_size * (2 if model.two_tower else 1),
-                        length=model.encoder_len, heads=model.num_heads, head_dim=model.head_dim)
+    shape = costs.Shape(
+        batch=batch_size * (2 if model.two_tower else 1),
+        length=model.encoder_len,
+        heads=model.num_heads,
+        head_dim=model.head_dim,
+    )
     try:
         cost = costs.attention_cost(model.attention, shape, model.attention_params)
     except (ValueError, TypeError, KeyError):  # a mechanism without a formula: activations only
         cost = costs.Cost(0.0, 0.0)
     activations = memory.estimated_gb(cost, shape, layers=model.num_layers)
-    mlp = (model.num_layers * memory.ACTIVATION_COPIES * shape.batch * shape.length
-           * max(0, model.mlp_dim - shape.width) * memory.FLOAT_BYTES / 1e9)
+    mlp = (
+        model.num_layers
+        * memory.ACTIVATION_COPIES
+        * shape.batch
+        * shape.length
+        * max(0, model.mlp_dim - shape.width)
+        * memory.FLOAT_BYTES
+        / 1e9
+    )
     weights = WEIGHT_COPIES * weight_count(model) * memory.FLOAT_BYTES / 1e9
     return activations + mlp + weights
 
@@ -62,4 +77,5 @@ def check_fits(model, batch_size, available=None, gpu=None):
             f"{available:.1f} GB available",
             "a run that fits in the memory available",
             "lower train.batch_size, model.max_len or the attention's sizes "
-            "(ARENA_TF_MEMORY_GUARD=0 skips this check)")
+            "(ARENA_TF_MEMORY_GUARD=0 skips this check)",
+        )

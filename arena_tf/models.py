@@ -1,9 +1,9 @@
 """`build_classifier(config)`: the LRA classifiers, one input or two towers sharing one encoder.
 
-    from arena_tf.config import ModelConfig
-    from arena_tf.models import build_classifier
-    model = build_classifier(ModelConfig(attention="performer", max_len=1024, num_classes=2))
-    logits = model(tokens)                     # tokens int32 [batch, length], logits [batch, 2]
+from arena_tf.config import ModelConfig
+from arena_tf.models import build_classifier
+model = build_classifier(ModelConfig(attention="performer", max_len=1024, num_classes=2))
+logits = model(tokens)                     # tokens int32 [batch, length], logits [batch, 2]
 """
 
 import keras

@@ -1,7 +1,8 @@
 """Times the tiny presets (configs/presets/tiny.yaml) as a user runs them: wall time (data
 generation included) and test accuracy against chance.
 
-    python -m arena_tf.preset_timing measure [--tasks listops,pathfinder] [--model linformer] [--busy 1]
+    python -m arena_tf.preset_timing measure [--tasks listops,pathfinder] [--model linformer]
+        [--busy 1]
     python -m arena_tf.preset_timing table    # the Markdown table of docs/results/presets.json
 
 `measure` trains each task's tiny preset the way a user would (`python -m arena_tf.train
@@ -14,8 +15,8 @@ the LRA release absent) is recorded as not measured, with the reason; `--mock-da
 tasks on random stand-ins of the same shapes instead (TFDS's `mock_data` for text and image, random
 AAN-format files for retrieval), whose accuracy means nothing and is not reported. Each row replaces
 the row of the same task, model and load in `--results` (a JSON file); measuring never edits a
-page: `make docs` (tools/regenerate_docs.py) writes the table into docs/guide/training-and-configs.md,
-run by hand.
+page: `make docs` (tools/regenerate_docs.py) writes the table into
+docs/guide/training-and-configs.md, run by hand.
 """
 
 import datetime
@@ -45,8 +46,11 @@ MOCK_TFDS_TRAIN = (
     f"with tfds.testing.mock_data(num_examples={MOCK_EXAMPLES['train']}):\n"
     "    sys.exit(train.main(sys.argv[1:]))"
 )
-RETRIEVAL_FILES = {"train": "new_aan_pairs.train.tsv", "validation": "new_aan_pairs.eval.tsv",
-                   "test": "new_aan_pairs.test.tsv"}
+RETRIEVAL_FILES = {
+    "train": "new_aan_pairs.train.tsv",
+    "validation": "new_aan_pairs.eval.tsv",
+    "test": "new_aan_pairs.test.tsv",
+}
 
 
 def busy_processes(count):
@@ -55,8 +59,13 @@ def busy_processes(count):
 
 
 def train_command(task, model, run_dir, data_dir, mock):
-    arguments = [f"--task={task}", f"--model={model}", "--preset=tiny", f"--run-dir={run_dir}",
-                 f"--data-dir={data_dir}"]
+    arguments = [
+        f"--task={task}",
+        f"--model={model}",
+        "--preset=tiny",
+        f"--run-dir={run_dir}",
+        f"--data-dir={data_dir}",
+    ]
     if mock and task in MOCK_TFDS_TASKS:
         return [sys.executable, "-c", MOCK_TFDS_TRAIN, *arguments]
     return [sys.executable, "-m", "arena_tf.train", *arguments]
@@ -71,8 +80,10 @@ def write_mock_retrieval(data_dir, document_bytes=300, seed=0):
     for split, name in RETRIEVAL_FILES.items():
         lines = []
         for index in range(MOCK_EXAMPLES[split]):
-            first, second = (rng.integers(32, 127, document_bytes).astype("uint8").tobytes().decode()
-                             for _ in range(2))
+            first, second = (
+                rng.integers(32, 127, document_bytes).astype("uint8").tobytes().decode()
+                for _ in range(2)
+            )
             lines.append(f"{rng.integers(0, 2)}\ta{index}\tb{index}\t{first}\t{second}\n")
         (data_dir / name).write_text("".join(lines))
 
@@ -83,15 +94,25 @@ def measure_one(task, model, busy, out, timeout, mock=False):
     run_dir, data_dir = out / f"{task}-{model}", out / "data" / task
     for path in (run_dir, data_dir):
         shutil.rmtree(path, ignore_errors=True)
-    row = {"task": task, "model": model, "busy": busy, "date": datetime.date.today().isoformat(),
-           "load_before": round(os.getloadavg()[0], 2), "data": "mock" if mock else "real"}
+    row = {
+        "task": task,
+        "model": model,
+        "busy": busy,
+        "date": datetime.date.today().isoformat(),
+        "load_before": round(os.getloadavg()[0], 2),
+        "data": "mock" if mock else "real",
+    }
     if mock and task == "retrieval":
         write_mock_retrieval(data_dir)
     hogs = busy_processes(busy)
     started = time.perf_counter()
     try:
-        process = subprocess.run(train_command(task, model, run_dir, data_dir, mock),
-                                 timeout=timeout, stderr=subprocess.PIPE, text=True)
+        process = subprocess.run(
+            train_command(task, model, run_dir, data_dir, mock),
+            timeout=timeout,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     except subprocess.TimeoutExpired:
         return {**row, "status": "timed out", "seconds": timeout}
     finally:
@@ -104,13 +125,23 @@ def measure_one(task, model, busy, out, timeout, mock=False):
         return {**row, "status": "not measured", "note": lines[-1] if lines else "failed"}
     metrics = json.loads((run_dir / "metrics.json").read_text())
     if mock:
-        return {**row, "status": "timed on mock data", "steps": metrics["steps"],
-                "train_seconds": round(metrics["wall_time_s"], 1)}
-    chance, examples = metrics["test_chance"], metrics["test_examples"]
-    return {**row, "status": "measured", "steps": metrics["steps"],
+        return {
+            **row,
+            "status": "timed on mock data",
+            "steps": metrics["steps"],
             "train_seconds": round(metrics["wall_time_s"], 1),
-            "test_accuracy": metrics["test_accuracy"], "test_examples": examples,
-            "chance": chance, "verdict": verdict(metrics["test_accuracy"], chance, examples)}
+        }
+    chance, examples = metrics["test_chance"], metrics["test_examples"]
+    return {
+        **row,
+        "status": "measured",
+        "steps": metrics["steps"],
+        "train_seconds": round(metrics["wall_time_s"], 1),
+        "test_accuracy": metrics["test_accuracy"],
+        "test_examples": examples,
+        "chance": chance,
+        "verdict": verdict(metrics["test_accuracy"], chance, examples),
+    }
 
 
 def merge(results, rows):
@@ -132,8 +163,10 @@ def result_cell(row):
         return "none: timed on random stand-in data (the real data needs a download)"
     if row["status"] != "measured":
         return row["status"] + (f": {row['note']}" if row.get("note") else "")
-    return (f"{row['test_accuracy']:.1%} (chance {row['chance']:.1%}, {row['test_examples']} "
-            f"examples): {row['verdict']}")
+    return (
+        f"{row['test_accuracy']:.1%} (chance {row['chance']:.1%}, {row['test_examples']} "
+        f"examples): {row['verdict']}"
+    )
 
 
 def machine_cell(row):
@@ -145,11 +178,27 @@ def machine_cell(row):
 def markdown_table(results):
     """The table of the measurements (`make docs` shows it in the training guide): one line per
     measured row."""
-    rows = [[f"`{r['task']}`", f"`{r['model']}`", machine_cell(r),
-             minutes(r["seconds"]), r.get("steps", ""), result_cell(r), r["date"]]
-            for r in results["rows"]]
-    header = ["task", "model", "machine", "time (data included)", "steps", "test accuracy",
-              "measured"]
+    rows = [
+        [
+            f"`{r['task']}`",
+            f"`{r['model']}`",
+            machine_cell(r),
+            minutes(r["seconds"]),
+            r.get("steps", ""),
+            result_cell(r),
+            r["date"],
+        ]
+        for r in results["rows"]
+    ]
+    header = [
+        "task",
+        "model",
+        "machine",
+        "time (data included)",
+        "steps",
+        "test accuracy",
+        "measured",
+    ]
     return table(header, rows)
 
 
@@ -161,9 +210,12 @@ def claim_out(out):
     reuses, so a folder holding other files and no marker (`--out .`) is refused."""
     out = cli.output_dir(out, "--out", make=False)
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
-        raise cli.UsageError(f"--out {out} holds files preset_timing did not write",
-                             "a new or empty folder, or the --out of an earlier measure (its "
-                             "run and data folders are replaced)", "pass another --out")
+        raise cli.UsageError(
+            f"--out {out} holds files preset_timing did not write",
+            "a new or empty folder, or the --out of an earlier measure (its "
+            "run and data folders are replaced)",
+            "pass another --out",
+        )
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).touch()
     return out
@@ -173,19 +225,26 @@ def measure(args):
     tasks = args.tasks
     unknown = sorted(set(tasks) - set(TASKS))
     if unknown:
-        raise cli.UsageError(f"unknown task {unknown[0]!r} in --tasks", f"some of {', '.join(TASKS)}",
-                             "fix the --tasks list")
+        raise cli.UsageError(
+            f"unknown task {unknown[0]!r} in --tasks",
+            f"some of {', '.join(TASKS)}",
+            "fix the --tasks list",
+        )
     config.named_file(config.CONFIGS_DIR, "models", args.model, "--model")
     results_path = cli.output_file(args.results, "--results", example="presets.json")
     old = read_results(results_path) or {}  # a bad results file refused before --out is made
     out = claim_out(args.out)
     rows = []
     for task in tasks:
-        print(f"presets: {task} with {args.model}, tiny preset, beside {args.busy} busy "
-              f"process(es); timing starts now (data generation included)", flush=True)
+        print(
+            f"presets: {task} with {args.model}, tiny preset, beside {args.busy} busy "
+            f"process(es); timing starts now (data generation included)",
+            flush=True,
+        )
         rows.append(measure_one(task, args.model, args.busy, out, args.timeout, args.mock_data))
-        print(f"presets: {task}: {minutes(rows[-1]['seconds'])}, {result_cell(rows[-1])}",
-              flush=True)
+        print(
+            f"presets: {task}: {minutes(rows[-1]['seconds'])}, {result_cell(rows[-1])}", flush=True
+        )
     results = merge(old, rows)
     files.write_json(results_path, results)
     print(f"presets: wrote {results_path}; `make docs` shows it in the training guide")
@@ -199,39 +258,59 @@ def read_results(path):
     missing; UsageError for any other JSON, before anything is measured or written."""
     results = files.read_json(path)
     rows = results.get("rows") if isinstance(results, dict) else None
-    if results is not None and not (isinstance(rows, list) and all(
-            isinstance(row, dict) and set(ROW_KEYS) <= row.keys() for row in rows)):
-        raise cli.UsageError(f"{path} is not a results file of preset_timing",
-                             f'{{"rows": [...]}}, each row holding {", ".join(ROW_KEYS)}',
-                             "pass the --results that `preset_timing measure` wrote")
+    if results is not None and not (
+        isinstance(rows, list)
+        and all(isinstance(row, dict) and set(ROW_KEYS) <= row.keys() for row in rows)
+    ):
+        raise cli.UsageError(
+            f"{path} is not a results file of preset_timing",
+            f'{{"rows": [...]}}, each row holding {", ".join(ROW_KEYS)}',
+            "pass the --results that `preset_timing measure` wrote",
+        )
     return results
 
 
 def show_table(args):
     results = read_results(args.results)
     if results is None:
-        raise cli.UsageError(f"--results {args.results} does not exist", "a results file that "
-                             "`preset_timing measure` wrote", "run measure first, or pass its "
-                             "--results")
+        raise cli.UsageError(
+            f"--results {args.results} does not exist",
+            "a results file that `preset_timing measure` wrote",
+            "run measure first, or pass its --results",
+        )
     print(markdown_table(results))
 
 
 def parse_args(argv):
-    parser = cli.ArgumentParser(prog="python -m arena_tf.preset_timing",
-                                description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(
+        prog="python -m arena_tf.preset_timing", description=__doc__.split("\n\n")[0]
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("measure", help="train tiny presets from scratch and time them")
-    run.add_argument("--tasks", action=cli.Items, default=["listops", "pathfinder", "pathx"],
-                     metavar="TASK", help=f"tasks among {', '.join(TASKS)}")
+    run.add_argument(
+        "--tasks",
+        action=cli.Items,
+        default=["listops", "pathfinder", "pathx"],
+        metavar="TASK",
+        help=f"tasks among {', '.join(TASKS)}",
+    )
     run.add_argument("--model", default="linformer", help="the attention mechanism (as make run)")
-    run.add_argument("--busy", type=cli.whole_number(0), default=0,
-                     help="CPU-bound processes running beside")
+    run.add_argument(
+        "--busy", type=cli.whole_number(0), default=0, help="CPU-bound processes running beside"
+    )
     run.add_argument("--out", default="runs/presets", help="run and data directories")
-    run.add_argument("--timeout", type=cli.positive_number, default=1800.0,
-                     help="seconds before a run is stopped")
+    run.add_argument(
+        "--timeout",
+        type=cli.positive_number,
+        default=1800.0,
+        help="seconds before a run is stopped",
+    )
     run.add_argument("--results", default=str(RESULTS))
-    run.add_argument("--mock-data", action="store_true",
-                     help="time text, image and retrieval on random stand-ins of their data")
+    run.add_argument(
+        "--mock-data",
+        action="store_true",
+        help="time text, image and retrieval on random stand-ins of their data",
+    )
     run.set_defaults(run=measure)
     show = commands.add_parser("table", help="print the Markdown table of the results")
     show.add_argument("--results", default=str(RESULTS))

@@ -69,8 +69,19 @@ class Progress:
         bar: Keras's progress bar when `stream` is a terminal (training).
     """
 
-    def __init__(self, what=None, total=None, unit="", every=None, scale=1, stream=None,
-                 enabled=True, clock=None, thread=True, bar=False):
+    def __init__(
+        self,
+        what=None,
+        total=None,
+        unit="",
+        every=None,
+        scale=1,
+        stream=None,
+        enabled=True,
+        clock=None,
+        thread=True,
+        bar=False,
+    ):
         self.what, self.unit, self.scale = what, unit, scale
         self.every = interval() if every is None else every
         self.stream, self.enabled, self.thread, self.wants_bar = stream, enabled, thread, bar
@@ -89,8 +100,17 @@ class Progress:
     @classmethod
     def steps(cls, total, enabled=True, stream=None, every=None, clock=None, thread=True):
         """The trainer's progress: steps towards `total`, on stdout, with a bar on a terminal."""
-        return cls(None, total, "steps", every=every, stream=stream or sys.stdout,
-                   enabled=enabled, clock=clock, thread=thread, bar=True)
+        return cls(
+            None,
+            total,
+            "steps",
+            every=every,
+            stream=stream or sys.stdout,
+            enabled=enabled,
+            clock=clock,
+            thread=thread,
+            bar=True,
+        )
 
     def now(self):
         return (self._clock or clock)()
@@ -105,8 +125,13 @@ class Progress:
     def total(self, total):
         self._total = total
         terminal = hasattr(self.stream, "isatty") and self.stream.isatty()
-        if self.wants_bar and self.enabled and total and terminal and (
-                self.bar is None or self.bar.target != total):
+        if (
+            self.wants_bar
+            and self.enabled
+            and total
+            and terminal
+            and (self.bar is None or self.bar.target != total)
+        ):
             import keras  # a terminal's bar only: the data steps' workers never load Keras
 
             self.bar = keras.utils.Progbar(total, stateful_metrics=["loss", "accuracy", "steps/s"])
@@ -183,8 +208,11 @@ class Progress:
         """After a progress line was printed: one closing line with the count and the time."""
         if self.lines and self.enabled:
             seconds = self.now() - self.started
-            self._print(f"{self.what}: {self._count(self.done)} {self.unit} in "
-                        f"{duration(seconds)}".replace("  ", " "))
+            self._print(
+                f"{self.what}: {self._count(self.done)} {self.unit} in {duration(seconds)}".replace(
+                    "  ", " "
+                )
+            )
 
     def close(self):
         """Stop the status thread."""

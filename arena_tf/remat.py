@@ -4,8 +4,8 @@
 recomputes, since Keras' seed generators have moved on by then, and the gradient would belong to
 another forward pass. Here the recomputed function is pure: the layer's weights are its arguments
 and its seed states are the values they held before the forward pass, so the recomputation draws
-the same masks and the gradient equals the stored one's (tests/layers/test_remat.py); the seed states
-then advance exactly as without remat.
+the same masks and the gradient equals the stored one's (tests/layers/test_remat.py); the seed
+states then advance exactly as without remat.
 """
 
 import keras

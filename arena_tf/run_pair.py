@@ -19,8 +19,11 @@ def differences(model, config_model):
     """['max_len 2000 vs 1024', ...]: the PAIRED fields where `model` (a dict of the model's own
     config) and `config_model` (config.yaml's model section) disagree; fields config.yaml omits
     are not compared."""
-    return [f"{name} {model.get(name)!r} vs {config_model[name]!r}" for name in PAIRED
-            if name in config_model and model.get(name) != config_model[name]]
+    return [
+        f"{name} {model.get(name)!r} vs {config_model[name]!r}"
+        for name in PAIRED
+        if name in config_model and model.get(name) != config_model[name]
+    ]
 
 
 def task_differences(model, task_config):
@@ -33,8 +36,11 @@ def task_differences(model, task_config):
     except ValueError as error:  # ConfigError included: the section names no task of its own
         text = (str(error).strip().splitlines() or [type(error).__name__])[0]
         return [f"its task section makes no {task_config.name} task ({text[:160]})"]
-    return [f"{name} {model[name]!r} vs {value!r} ({task_config.name}'s)"
-            for name, value in decided.items() if name in model and model[name] != value]
+    return [
+        f"{name} {model[name]!r} vs {value!r} ({task_config.name}'s)"
+        for name, value in decided.items()
+        if name in model and model[name] != value
+    ]
 
 
 def check_pair(model, config_model, model_path, config_path, task=None, task_config=None):
@@ -50,4 +56,5 @@ def check_pair(model, config_model, model_path, config_path, task=None, task_con
             f"{model_path} does not match {config_path}{of_task}: {', '.join(wrong)} (the "
             "model's vs the config's)",
             "the model.keras and config.yaml one training run wrote",
-            "pass the run directory training wrote, or retrain into a fresh run directory")
+            "pass the run directory training wrote, or retrain into a fresh run directory",
+        )

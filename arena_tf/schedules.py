@@ -67,13 +67,18 @@ class ScaledAdamW(keras.optimizers.AdamW):
         names = {variable.name for variable in variables}
         unmatched = sorted(set(self.learning_rate_scales) - names)
         if unmatched:
-            raise ConfigError(f"train.learning_rate_scales names {', '.join(unmatched)}, which "
-                              "no weight of the model is called",
-                              f"names of the model's weights, e.g. {', '.join(sorted(names)[:4])}",
-                              "correct the name or drop it from train.learning_rate_scales")
-        self._scales = [self._variable_scales.get(
-            self._var_key(variable), self.learning_rate_scales.get(variable.name, 1.0))
-            for variable in variables]
+            raise ConfigError(
+                f"train.learning_rate_scales names {', '.join(unmatched)}, which "
+                "no weight of the model is called",
+                f"names of the model's weights, e.g. {', '.join(sorted(names)[:4])}",
+                "correct the name or drop it from train.learning_rate_scales",
+            )
+        self._scales = [
+            self._variable_scales.get(
+                self._var_key(variable), self.learning_rate_scales.get(variable.name, 1.0)
+            )
+            for variable in variables
+        ]
         super().build(variables)
 
     def update_step(self, gradient, variable, learning_rate):
@@ -96,7 +101,8 @@ def make_optimizer(train, state_space=()):
             train.state_space_weight_decay is false. Default: none.
     """
     scaled = bool(train.learning_rate_scales) or (
-        bool(state_space) and train.state_space_learning_rate_scale != 1.0)
+        bool(state_space) and train.state_space_learning_rate_scale != 1.0
+    )
     optimizer = (ScaledAdamW if scaled else keras.optimizers.AdamW)(
         **({"learning_rate_scales": train.learning_rate_scales} if scaled else {}),
         learning_rate=make_schedule(train),
@@ -122,9 +128,11 @@ def describe_groups(train, state_space):
     for a model without state-space weights."""
     if not state_space:
         return {}
-    return {"state_space": {
-        "weights": sorted({v.name for v in state_space}),
-        "variables": len(state_space),
-        "learning_rate_scale": train.state_space_learning_rate_scale,
-        "weight_decay": train.state_space_weight_decay and bool(train.weight_decay),
-    }}
+    return {
+        "state_space": {
+            "weights": sorted({v.name for v in state_space}),
+            "variables": len(state_space),
+            "learning_rate_scale": train.state_space_learning_rate_scale,
+            "weight_decay": train.state_space_weight_decay and bool(train.weight_decay),
+        }
+    }

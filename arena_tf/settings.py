@@ -47,8 +47,10 @@ class Range:
 
     def describe(self):
         """'in [0, 1)', 'in (0, infinity)', 'in [1, 1,048,576]', with what None means."""
-        text = (f"in {'(' if self.low_open else '['}{number(self.low)}, {number(self.high)}"
-                f"{')' if self.high_open or self.high == math.inf else ']'}")
+        text = (
+            f"in {'(' if self.low_open else '['}{number(self.low)}, {number(self.high)}"
+            f"{')' if self.high_open or self.high == math.inf else ']'}"
+        )
         return text + (f", or null ({self.none})" if self.none is not None else "")
 
 
@@ -81,28 +83,43 @@ RANGES = {
         "max_len": count(1, LONGEST),
         "vocab_size": count(2, INT32_MAX, fix=DERIVED),
         "num_classes": count(2, 2**20, fix=DERIVED),
-        "padding_id": count(0, INT32_MAX, none="every token id is real, as for pixels",
-                            fix="leave padding_id to the task"),
+        "padding_id": count(
+            0,
+            INT32_MAX,
+            none="every token id is real, as for pixels",
+            fix="leave padding_id to the task",
+        ),
         "seed": count(0, 2**32 - 1),
     },
     "train": {
         "batch_size": count(1, 2**20),
-        "learning_rate": Range(0, math.inf, low_open=True, high_open=True,
-                               fix="a positive number such as 0.001"),
+        "learning_rate": Range(
+            0, math.inf, low_open=True, high_open=True, fix="a positive number such as 0.001"
+        ),
         "warmup_steps": count(0),
         "num_train_steps": count(1),
         "weight_decay": Range(0, math.inf, high_open=True, fix="0 or more, such as 0.1"),
-        "grad_clip": Range(0, math.inf, low_open=True, high_open=True,
-                           none="no clipping", fix="a positive gradient norm such as 1.0, or null"),
+        "grad_clip": Range(
+            0,
+            math.inf,
+            low_open=True,
+            high_open=True,
+            none="no clipping",
+            fix="a positive gradient norm such as 1.0, or null",
+        ),
         "eval_every": count(1),
-        "eval_batches": count(1, none="every batch of the split",
-                              fix="a number of batches such as 16, or null for all"),
+        "eval_batches": count(
+            1,
+            none="every batch of the split",
+            fix="a number of batches such as 16, or null for all",
+        ),
         "checkpoint_every": count(1),
         "keep_checkpoints": count(1, 1000),
         "log_every": count(1),
         "length_buckets": count(0, 1024),
-        "state_space_learning_rate_scale": Range(0, math.inf, low_open=True, high_open=True,
-                                                 fix="a positive factor such as 0.1"),
+        "state_space_learning_rate_scale": Range(
+            0, math.inf, low_open=True, high_open=True, fix="a positive factor such as 0.1"
+        ),
         "seed": count(0, 2**32 - 1),
     },
 }
@@ -111,10 +128,10 @@ RANGES = {
 ACCEPTED_LATER = {
     "train.state_space_learning_rate_scale": "accepted, as train.learning_rate is: a factor of it",
     "train.learning_rate": "accepted (no shape or memory depends on it); the loss or the weights "
-                           "ceasing to be finite stop the run at that step (exit 1, 'lower "
-                           "train.learning_rate')",
+    "ceasing to be finite stop the run at that step (exit 1, 'lower "
+    "train.learning_rate')",
     "train.weight_decay": "accepted (no shape or memory depends on it); the loss or the weights "
-                          "ceasing to be finite stop the run at that step (exit 1)",
+    "ceasing to be finite stop the run at that step (exit 1)",
     "train.grad_clip": "a norm larger than any gradient's clips nothing, as null does",
 }
 
@@ -126,9 +143,13 @@ def check_ranges(section, config, error):
         value = getattr(config, name)
         if not declared.accepts(value):
             key = f"{section}.{name}"
-            raise error(f"{key}={value!r} is invalid", declared.describe(),
-                        declared.fix if declared.fix and declared.fix.startswith("leave")
-                        else f"set {key} to {declared.fix or 'a value in that range'}")
+            raise error(
+                f"{key}={value!r} is invalid",
+                declared.describe(),
+                declared.fix
+                if declared.fix and declared.fix.startswith("leave")
+                else f"set {key} to {declared.fix or 'a value in that range'}",
+            )
 
 
 # Attention parameters that project the positions onto that many: more than the encoder's length
@@ -141,13 +162,17 @@ LENGTH_PARAMS = ("projected_length",)
 def check_model_relations(model, error):
     """The model settings that must agree with each other."""
     if model.qkv_dim % model.num_heads:
-        raise error(f"qkv_dim={model.qkv_dim} is not divisible by num_heads={model.num_heads}",
-                    "a qkv_dim that is a multiple of num_heads",
-                    "change model.qkv_dim or model.num_heads")
+        raise error(
+            f"qkv_dim={model.qkv_dim} is not divisible by num_heads={model.num_heads}",
+            "a qkv_dim that is a multiple of num_heads",
+            "change model.qkv_dim or model.num_heads",
+        )
     if model.padding_id is not None and not model.padding_id < model.vocab_size:
-        raise error(f"padding_id={model.padding_id} is outside the vocabulary",
-                    f"0 <= padding_id < vocab_size={model.vocab_size}, or None",
-                    "leave padding_id to the task")
+        raise error(
+            f"padding_id={model.padding_id} is outside the vocabulary",
+            f"0 <= padding_id < vocab_size={model.vocab_size}, or None",
+            "leave padding_id to the task",
+        )
 
 
 def check_attention_lengths(model, error):
@@ -156,10 +181,12 @@ def check_attention_lengths(model, error):
         value = model.attention_params.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and value > model.encoder_len:
             cls = " plus the CLS token" if model.pooling == "cls" else ""
-            raise error(f"model.attention_params.{name}={value} is longer than the input",
-                        f"at most the encoder's {model.encoder_len} positions (model.max_len="
-                        f"{model.max_len}{cls})",
-                        f"set model.attention_params.{name} to {model.encoder_len} or less")
+            raise error(
+                f"model.attention_params.{name}={value} is longer than the input",
+                f"at most the encoder's {model.encoder_len} positions (model.max_len="
+                f"{model.max_len}{cls})",
+                f"set model.attention_params.{name} to {model.encoder_len} or less",
+            )
 
 
 def check_with_the_data(experiment, error):
@@ -176,14 +203,21 @@ def check_grid_positions(model, error):
         return
     fix = "use it with the image, pathfinder or pathx task, or another position embedding"
     if not model.reads_pixels:
-        raise error(f"model.position_embedding=sinusoidal_2d gives each token an image row and "
-                    f"column, but these tokens are not pixels (the task pads with id "
-                    f"{model.padding_id})", "a pixel task (image, pathfinder, pathx)", fix)
+        raise error(
+            f"model.position_embedding=sinusoidal_2d gives each token an image row and "
+            f"column, but these tokens are not pixels (the task pads with id "
+            f"{model.padding_id})",
+            "a pixel task (image, pathfinder, pathx)",
+            fix,
+        )
     side = math.isqrt(model.max_len)
     if side * side != model.max_len:
-        raise error(f"model.position_embedding=sinusoidal_2d needs a square image, but the input "
-                    f"has {model.max_len} positions", "a max_len that is a square (1024 = 32 x 32)",
-                    fix)
+        raise error(
+            f"model.position_embedding=sinusoidal_2d needs a square image, but the input "
+            f"has {model.max_len} positions",
+            "a max_len that is a square (1024 = 32 x 32)",
+            fix,
+        )
 
 
 def check_activations(experiment, error):
@@ -194,10 +228,12 @@ def check_activations(experiment, error):
     elements = train.batch_size * towers * model.encoder_len * widest
     if elements > INT32_MAX:
         most = max(1, INT32_MAX // (towers * model.encoder_len * widest))
-        raise error(f"train.batch_size={train.batch_size} makes activations of {elements:,} "
-                    f"elements ({model.encoder_len} positions x {widest} wide)",
-                    f"at most {INT32_MAX:,} elements in one tensor",
-                    f"set train.batch_size to {most} or less")
+        raise error(
+            f"train.batch_size={train.batch_size} makes activations of {elements:,} "
+            f"elements ({model.encoder_len} positions x {widest} wide)",
+            f"at most {INT32_MAX:,} elements in one tensor",
+            f"set train.batch_size to {most} or less",
+        )
 
 
 NUMERIC = (int, float, Optional[int], Optional[float])
@@ -205,6 +241,9 @@ NUMERIC = (int, float, Optional[int], Optional[float])
 
 def undeclared(sections):
     """Numeric fields of the config dataclasses without a declared range (a test keeps it empty)."""
-    return sorted(f"{name}.{field.name}" for name, cls in sections.items()
-                  for field in dataclasses.fields(cls)
-                  if field.type in NUMERIC and field.name not in RANGES[name])
+    return sorted(
+        f"{name}.{field.name}"
+        for name, cls in sections.items()
+        for field in dataclasses.fields(cls)
+        if field.type in NUMERIC and field.name not in RANGES[name]
+    )

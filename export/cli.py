@@ -22,8 +22,6 @@ from export.parity import summary
 from export.publish import refusal_line
 
 
-
-
 def export_path(path, precisions, check, export_models, count=None, thresholds=None, **options):
     """Check each of `precisions` with `check` before the model is loaded, then
     `export_models(context, precisions, **options)` of the run directory or .keras file at `path`
@@ -50,17 +48,26 @@ def parser(prog, doc):
     --debug)."""
     result = cli.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
     result.add_argument("path", help="run directory (model.keras, config.yaml) or a .keras file")
-    result.add_argument("--examples", type=cli.positive_int, default=DEFAULT_COUNT,
-                        help="parity examples: task test split or generated "
-                        f"(default {DEFAULT_COUNT})")
+    result.add_argument(
+        "--examples",
+        type=cli.positive_int,
+        default=DEFAULT_COUNT,
+        help=f"parity examples: task test split or generated (default {DEFAULT_COUNT})",
+    )
     return result
 
 
 def add_precisions(parser, choices, default, what):
     """--precision: the precisions to write, a list in the one vocabulary (fp32, bf16, fp16; the
     Keras names float32, mixed_bfloat16, mixed_float16 are synonyms)."""
-    parser.add_argument("--precision", action=cli.Items, type=cli.precision, choices=list(choices),
-                        default=list(default), help=f"which {what} to write")
+    parser.add_argument(
+        "--precision",
+        action=cli.Items,
+        type=cli.precision,
+        choices=list(choices),
+        default=list(default),
+        help=f"which {what} to write",
+    )
 
 
 def quiet_logs():
@@ -90,9 +97,11 @@ def outcome(export, args):
         raise
     print_outcomes(reports)
     if not any(report["passed"] for report in reports.values()):
-        raise ExportError("no artifact passed its parity check, nothing was written",
-                          "at least one precision within its parity check",
-                          "see the warnings above and the .parity.failed.json files")
+        raise ExportError(
+            "no artifact passed its parity check, nothing was written",
+            "at least one precision within its parity check",
+            "see the warnings above and the .parity.failed.json files",
+        )
     return 0
 
 
@@ -101,7 +110,10 @@ def print_outcomes(reports, refused_fp32=False):
     error line itself, printed by the caller)."""
     for artifact, report in reports.items():
         if report["passed"]:
-            print(f"{artifact}: parity passed ({summary(report)}), written in "
-                  f"{report['export_seconds']:.1f} s", flush=True)
+            print(
+                f"{artifact}: parity passed ({summary(report)}), written in "
+                f"{report['export_seconds']:.1f} s",
+                flush=True,
+            )
         elif not (refused_fp32 and report["precision"] == "fp32"):
             print(f"warning: {refusal_line(report)}", file=sys.stderr, flush=True)

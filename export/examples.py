@@ -63,23 +63,30 @@ def generated_examples(config, count, why, seed=0):
     """`count` generated examples for every input of the model described by `config`."""
     rng = np.random.default_rng(seed)
     inputs = 2 if config.two_tower else 1
-    return Examples([generated_input(rng, config, count) for _ in range(inputs)], None,
-                    f"generated: {why}")
+    return Examples(
+        [generated_input(rng, config, count) for _ in range(inputs)], None, f"generated: {why}"
+    )
 
 
 def task_arguments(task_class, task_config, config):
     """Keyword arguments building the task at the model's length, reading only: no downloads, no
     generated data (a missing set is a DataNotFoundError, and generated examples are used)."""
-    return dict(data_dir=task_config.data_dir, max_len=config.max_len, **task_config.params,
-                **sources.read_only_arguments(task_class))
+    return dict(
+        data_dir=task_config.data_dir,
+        max_len=config.max_len,
+        **task_config.params,
+        **sources.read_only_arguments(task_class),
+    )
 
 
 def mismatch(task, config):
     """Why the task's examples do not fit the model, or None."""
     inputs = 2 if config.two_tower else 1
     if task.num_inputs != inputs or task.vocab_size > config.vocab_size:
-        return (f"the {task.name} task ({task.num_inputs} inputs, vocabulary {task.vocab_size}) "
-                f"does not fit the model ({inputs} inputs, vocabulary {config.vocab_size})")
+        return (
+            f"the {task.name} task ({task.num_inputs} inputs, vocabulary {task.vocab_size}) "
+            f"does not fit the model ({inputs} inputs, vocabulary {config.vocab_size})"
+        )
     return None
 
 
@@ -107,9 +114,11 @@ def task_examples(task_config, config, count):
         if why_not:
             return None, why_not
         arrays, labels = read_test_split(task, count)
-    except Exception as error:  # DataNotFoundError, TypeError, tf.errors...: fall back to generated
-        return None, (f"{task_config.name} test split unreadable ({type(error).__name__}: "
-                      f"{one_line(error)})")
+    except Exception as error:  # noqa: BLE001 (any failure: fall back to generated)
+        # DataNotFoundError, TypeError, tf.errors...: fall back to generated
+        return None, (
+            f"{task_config.name} test split unreadable ({type(error).__name__}: {one_line(error)})"
+        )
     where = task.location() if hasattr(task, "location") else task_config.data_dir
     return Examples(arrays, labels, f"{task_config.name} test split ({where})"), None
 

@@ -15,8 +15,13 @@ import pathlib
 
 import onnx
 
-from export.contract import (INT64_SIGNATURE_NAME, OUTPUT_NAME, SIGNATURE_NAME, input_names,
-                             sequence_length)
+from export.contract import (
+    INT64_SIGNATURE_NAME,
+    OUTPUT_NAME,
+    SIGNATURE_NAME,
+    input_names,
+    sequence_length,
+)
 from export.errors import ExportUsageError, one_line
 
 KEY = "arena_tf"
@@ -91,8 +96,11 @@ def _read_json_inside(path, name, what, exporter):
     writes); a one-line ExportUsageError when it is missing."""
     file = path / name
     if not file.is_file():
-        raise ExportUsageError(f"{path} has no {name}", f"{what} written by {exporter}",
-                               f"re-export it with {exporter}")
+        raise ExportUsageError(
+            f"{path} has no {name}",
+            f"{what} written by {exporter}",
+            f"re-export it with {exporter}",
+        )
     return json.loads(file.read_text())
 
 
@@ -103,7 +111,8 @@ def _read_saved_model(path):
 def write_openvino_metadata(directory, metadata):
     """Store `metadata` as arena_tf.json inside an OpenVINO (or StableHLO) artifact directory."""
     (pathlib.Path(directory) / OPENVINO_FILE).write_text(
-        json.dumps(metadata, indent=2, sort_keys=True) + "\n")
+        json.dumps(metadata, indent=2, sort_keys=True) + "\n"
+    )
 
 
 write_directory_metadata = write_openvino_metadata
@@ -114,27 +123,34 @@ def _read_openvino(path):
 
 
 def _read_stablehlo(path):
-    return _read_json_inside(path, OPENVINO_FILE, "a StableHLO directory",
-                             "export/to_stablehlo.py")
+    return _read_json_inside(path, OPENVINO_FILE, "a StableHLO directory", "export/to_stablehlo.py")
 
 
 def _read_onnx(path):
     try:
         model_proto = onnx.load(str(path), load_external_data=False)
-    except Exception as error:  # protobuf decode errors have no common base class
-        raise ExportUsageError(f"{path} is not a readable ONNX model ({one_line(error)})",
-                               "an .onnx file written by export/to_onnx.py",
-                               "re-export it with export/to_onnx.py") from None
+    except Exception as error:  # noqa: BLE001 (protobuf decode errors have no common base class)
+        raise ExportUsageError(
+            f"{path} is not a readable ONNX model ({one_line(error)})",
+            "an .onnx file written by export/to_onnx.py",
+            "re-export it with export/to_onnx.py",
+        ) from None
     props = {p.key: p.value for p in model_proto.metadata_props}
     if KEY not in props:
-        raise ExportUsageError(f"{path} has no '{KEY}' metadata",
-                               "an .onnx file written by export/to_onnx.py",
-                               "re-export it with export/to_onnx.py")
+        raise ExportUsageError(
+            f"{path} has no '{KEY}' metadata",
+            "an .onnx file written by export/to_onnx.py",
+            "re-export it with export/to_onnx.py",
+        )
     return json.loads(props[KEY])
 
 
-READERS = {"saved_model": _read_saved_model, "openvino": _read_openvino,
-           "stablehlo": _read_stablehlo, ".onnx": _read_onnx}
+READERS = {
+    "saved_model": _read_saved_model,
+    "openvino": _read_openvino,
+    "stablehlo": _read_stablehlo,
+    ".onnx": _read_onnx,
+}
 # Directory artifacts known by the model file they hold; any other directory is a SavedModel.
 DIRECTORY_KINDS = {OPENVINO_MODEL: "openvino", STABLEHLO_MODEL: "stablehlo"}
 
@@ -143,8 +159,10 @@ def artifact_kind(path):
     """'openvino' for a directory holding model.xml, 'stablehlo' for one holding model.stablehlo,
     'saved_model' for another directory, else the file suffix ('.onnx')."""
     if path.is_dir():
-        return next((kind for name, kind in DIRECTORY_KINDS.items() if (path / name).is_file()),
-                    "saved_model")
+        return next(
+            (kind for name, kind in DIRECTORY_KINDS.items() if (path / name).is_file()),
+            "saved_model",
+        )
     return path.suffix
 
 
@@ -152,11 +170,16 @@ def read_metadata(path):
     """The arena_tf metadata of a SavedModel directory or an .onnx file, as a dict."""
     path = pathlib.Path(path)
     if not path.exists():
-        raise ExportUsageError(f"{path} does not exist", "a SavedModel directory or an .onnx file",
-                               "export the run first (export/to_savedmodel.py, export/to_onnx.py)")
+        raise ExportUsageError(
+            f"{path} does not exist",
+            "a SavedModel directory or an .onnx file",
+            "export the run first (export/to_savedmodel.py, export/to_onnx.py)",
+        )
     reader = READERS.get(artifact_kind(path))
     if reader is None:
-        raise ExportUsageError(f"{path} is neither a SavedModel directory nor an .onnx file",
-                               "a SavedModel directory or an .onnx file",
-                               "pass the path of an exported artifact")
+        raise ExportUsageError(
+            f"{path} is neither a SavedModel directory nor an .onnx file",
+            "a SavedModel directory or an .onnx file",
+            "pass the path of an exported artifact",
+        )
     return reader(path)

@@ -40,8 +40,18 @@ FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, Tenso
 
 # Op types computed in float32 inside the FP16 graph.
 FRAGILE_OPS = (
-    "GlobalAveragePool", "ReduceMean", "Pow", "Sqrt", "Reciprocal",   # LayerNorm statistics
-    "Softmax", "Exp", "Log", "ReduceSum", "ReduceMax", "IsInf", "IsNaN",   # softmax, kernels, lse
+    "GlobalAveragePool",
+    "ReduceMean",
+    "Pow",
+    "Sqrt",
+    "Reciprocal",  # LayerNorm statistics
+    "Softmax",
+    "Exp",
+    "Log",
+    "ReduceSum",
+    "ReduceMax",
+    "IsInf",
+    "IsNaN",  # softmax, kernels, lse
 )
 
 
@@ -93,10 +103,16 @@ BOUNDED_OPS = {"Exp", "Softmax", "Sigmoid", "Tanh", "Erf", "Sin", "Cos", "Sign"}
 def large_constants(graph):
     """Names of initializers and Constant outputs holding a finite value beyond float16's range."""
     tensors = [(i.name, i) for i in graph.initializer]
-    tensors += [(n.output[0], a.t) for n in graph.node if n.op_type == "Constant"
-                for a in n.attribute if a.name == "value"]
+    tensors += [
+        (n.output[0], a.t)
+        for n in graph.node
+        if n.op_type == "Constant"
+        for a in n.attribute
+        if a.name == "value"
+    ]
     return {
-        name for name, tensor in tensors
+        name
+        for name, tensor in tensors
         if tensor.data_type == TensorProto.FLOAT and _beyond_fp16(numpy_helper.to_array(tensor))
     }
 
@@ -128,9 +144,13 @@ def fold_cast_round_trips(model_proto):
     replaced = {}
     for node in graph.node:
         first = producers.get(node.input[0]) if node.input else None
-        if (cast_target(node) == TensorProto.FLOAT and first is not None
-                and cast_target(first) == TensorProto.FLOAT16 and node.output[0] not in outputs
-                and first.name.endswith("_cast_to_fp16_node")):
+        if (
+            cast_target(node) == TensorProto.FLOAT
+            and first is not None
+            and cast_target(first) == TensorProto.FLOAT16
+            and node.output[0] not in outputs
+            and first.name.endswith("_cast_to_fp16_node")
+        ):
             replaced[node.output[0]] = first.input[0]
     for node in graph.node:
         node.input[:] = [replaced.get(i, i) for i in node.input]
@@ -168,8 +188,11 @@ def subgraph_inputs(node):
     """Names a node's subgraphs (If / Loop / Scan bodies) read: its implicit inputs."""
     names = set()
     for attribute in node.attribute:
-        for graph in (attribute.g, *attribute.graphs) if attribute.type in (
-                onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) else ():
+        for graph in (
+            (attribute.g, *attribute.graphs)
+            if attribute.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+            else ()
+        ):
             for inner in graph.node:
                 names.update(i for i in inner.input if i)
                 names.update(subgraph_inputs(inner))

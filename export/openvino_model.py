@@ -3,9 +3,9 @@ that it runs at that precision. Imports no TensorFlow: the serving runtime uses 
 
 OpenVINO's CPU plugin picks its own inference precision, and a request it cannot serve silently
 becomes another: on this project's CPU (AVX-512 with BF16, no AVX512-FP16 or AMX; OpenVINO
-2026.4), when this was written, the default was bfloat16 and an f16 request became bf16. So every compile names its precision
-(INFERENCE_PRECISION_HINT) and reads back what the compiled model will use; a difference is
-`PrecisionUnavailable`, never a run at another precision.
+2026.4), when this was written, the default was bfloat16 and an f16 request became bf16. So every
+compile names its precision (INFERENCE_PRECISION_HINT) and reads back what the compiled model will
+use; a difference is `PrecisionUnavailable`, never a run at another precision.
 
     compiled = compile_ir("runs/x/openvino", "fp32")   # PrecisionUnavailable if not f32
     logits = compiled.predict([tokens])                 # float32 [batch, classes]
@@ -72,5 +72,6 @@ def compile_ir(directory, precision="fp32", device="CPU"):
         capabilities = ", ".join(core.get_property(device, "OPTIMIZATION_CAPABILITIES"))
         raise PrecisionUnavailable(
             f"OpenVINO's {device} plugin computes {wanted} as {used} on this machine (its "
-            f"capabilities: {capabilities})")
+            f"capabilities: {capabilities})"
+        )
     return CompiledIR(compiled, used, fused)

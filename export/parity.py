@@ -37,7 +37,6 @@ import dataclasses
 import numpy as np
 
 from arena_tf.benchmark import machine
-
 from export.precision import model_in_precision
 from export.runners import keras_predictor, run_batched
 
@@ -45,7 +44,7 @@ REFERENCE = "keras_fp32"
 
 
 # Unit roundoff (half the distance from 1 to the next number) of each compute precision.
-UNIT_ROUNDOFF = {"fp32": 2.0 ** -24, "bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "bf16": 2.0**-8, "fp16": 2.0**-11}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,26 +102,36 @@ def expected_error(precision, logits, reference_logits, thresholds):
     unit, scale = UNIT_ROUNDOFF[precision], float(np.sqrt(np.mean(np.square(reference_logits))))
     epsilon = thresholds.error_allowance * unit * scale
     errors = example_errors(logits, reference_logits)
-    quantiles = {q: float(np.quantile(errors, q)) if np.isfinite(errors).all() else float("inf")
-                 for q in (0.5, 0.95, 1.0)}
+    quantiles = {
+        q: float(np.quantile(errors, q)) if np.isfinite(errors).all() else float("inf")
+        for q in (0.5, 0.95, 1.0)
+    }
     agree = logits.argmax(-1) == reference_logits.argmax(-1)
     decided = margins(reference_logits) > 2 * epsilon
     rounding = unit * scale
     return {
         "expected_logit_error": epsilon,
-        "derivation": (f"K * u * S = {thresholds.error_allowance:g} * {unit:.3g} * {scale:.4g}: "
-                       f"K the allowance for rounding error growing through the network, u the "
-                       f"unit roundoff of {precision}, S the RMS of the FP32 logits"),
+        "derivation": (
+            f"K * u * S = {thresholds.error_allowance:g} * {unit:.3g} * {scale:.4g}: "
+            f"K the allowance for rounding error growing through the network, u the "
+            f"unit roundoff of {precision}, S the RMS of the FP32 logits"
+        ),
         "allowance": thresholds.error_allowance,
         "unit_roundoff": unit,
         "logit_scale_rms": scale,
-        "measured_error": {"median": quantiles[0.5], "p95": quantiles[0.95],
-                           "max": quantiles[1.0],
-                           "median_in_u_s": quantiles[0.5] / rounding if rounding else None,
-                           "max_in_u_s": quantiles[1.0] / rounding if rounding else None},
-        "decided": {"margin_above": 2 * epsilon, "count": int(decided.sum()),
-                    "flipped": int((decided & ~agree).sum()),
-                    "undecided_flipped": int((~decided & ~agree).sum())},
+        "measured_error": {
+            "median": quantiles[0.5],
+            "p95": quantiles[0.95],
+            "max": quantiles[1.0],
+            "median_in_u_s": quantiles[0.5] / rounding if rounding else None,
+            "max_in_u_s": quantiles[1.0] / rounding if rounding else None,
+        },
+        "decided": {
+            "margin_above": 2 * epsilon,
+            "count": int(decided.sum()),
+            "flipped": int((decided & ~agree).sum()),
+            "undecided_flipped": int((~decided & ~agree).sum()),
+        },
     }
 
 
@@ -150,8 +159,13 @@ def median_error_check(report, thresholds):
 def decided_flips_check(report, thresholds):
     decided = report["error"]["decided"]
     detail = f"{decided['count']} examples with an FP32 margin above {decided['margin_above']:.3g}"
-    return _check("class flips among decided examples", decided["flipped"], 0,
-                  decided["flipped"] == 0, detail=detail)
+    return _check(
+        "class flips among decided examples",
+        decided["flipped"],
+        0,
+        decided["flipped"] == 0,
+        detail=detail,
+    )
 
 
 def finite_check(report, thresholds):
@@ -175,16 +189,25 @@ def contract_checks(predict, arrays, config, limit, predict_int64=None, rows=8):
     checks = []
     if predict_int64 is not None:
         diff = _max_diff(predict_int64([a.astype("int64") for a in sample]), predict(sample))
-        checks.append(_check("int64 ids vs int32 ids: max |logit difference|", diff, limit,
-                             diff <= limit))
+        checks.append(
+            _check("int64 ids vs int32 ids: max |logit difference|", diff, limit, diff <= limit)
+        )
     if config.padding_id is not None:
         short = [a[:, : max(1, config.max_len // 2)] for a in sample]
-        padded = [np.pad(a, [(0, 0), (0, config.max_len - a.shape[1])],
-                         constant_values=config.padding_id) for a in short]
+        padded = [
+            np.pad(a, [(0, 0), (0, config.max_len - a.shape[1])], constant_values=config.padding_id)
+            for a in short
+        ]
         diff = _max_diff(predict(short), predict(padded))
-        checks.append(_check(f"length {short[0].shape[1]} ids vs the same padded to "
-                             f"{config.max_len}: max |logit difference|", diff, limit,
-                             diff <= limit))
+        checks.append(
+            _check(
+                f"length {short[0].shape[1]} ids vs the same padded to "
+                f"{config.max_len}: max |logit difference|",
+                diff,
+                limit,
+                diff <= limit,
+            )
+        )
     return checks
 
 
@@ -201,8 +224,16 @@ def versions():
     return machine.versions(LIBRARIES)
 
 
-def parity_report(artifact, precision, logits, reference, others=None, thresholds=Thresholds(),
-                  extra_checks=(), **details):
+def parity_report(
+    artifact,
+    precision,
+    logits,
+    reference,
+    others=None,
+    thresholds=Thresholds(),
+    extra_checks=(),
+    **details,
+):
     """The parity report of `artifact`'s `logits` against the reference (and `others`: {name:
     logits} compared for information); `extra_checks`: more check dicts (the signature's
     contract); `details` (providers, ...) are stored as given."""
@@ -219,8 +250,10 @@ def parity_report(artifact, precision, logits, reference, others=None, threshold
     if precision != "fp32":
         report["error"] = expected_error(precision, logits, reference.logits, thresholds)
     if examples.labels is not None:
-        report["accuracy"] = {REFERENCE: accuracy(reference.logits, examples.labels),
-                              "artifact": accuracy(logits, examples.labels)}
+        report["accuracy"] = {
+            REFERENCE: accuracy(reference.logits, examples.labels),
+            "artifact": accuracy(logits, examples.labels),
+        }
     report["checks"] = [check(report, thresholds) for check in CHECKS[precision]]
     report["checks"] += list(extra_checks)
     report["passed"] = all(c["passed"] for c in report["checks"])
@@ -237,16 +270,21 @@ def summary(report):
         return f"max |diff| {comparison['max_abs_diff']:.1e} {where}"
     error = report["error"]
     decided = error["decided"]
-    return (f"median |diff| {error['measured_error']['median']:.1e} (expected <= "
-            f"{error['expected_logit_error']:.1e}), {decided['flipped']} of {decided['count']} "
-            f"decided examples flipped, {decided['undecided_flipped']} near-ties flipped, {where}")
+    return (
+        f"median |diff| {error['measured_error']['median']:.1e} (expected <= "
+        f"{error['expected_logit_error']:.1e}), {decided['flipped']} of {decided['count']} "
+        f"decided examples flipped, {decided['undecided_flipped']} near-ties flipped, {where}"
+    )
 
 
 def failure_line(report):
     """One line naming the failed checks of a report."""
-    failed = [f"{c['name']} = {_figure(c['value'])} (limit {_figure(c['limit'])}"
-              + (f", {c['detail']})" if c.get("detail") else ")")
-              for c in report["checks"] if not c["passed"]]
+    failed = [
+        f"{c['name']} = {_figure(c['value'])} (limit {_figure(c['limit'])}"
+        + (f", {c['detail']})" if c.get("detail") else ")")
+        for c in report["checks"]
+        if not c["passed"]
+    ]
     examples = report["examples"]
     origin = examples["origin"].replace(";", ",")  # one line of `what; expected; fix` parts
     return f"{', '.join(failed)} on {examples['count']} examples ({origin})"

@@ -31,8 +31,9 @@ def global_policy(name):
 def check_precision(precision):
     """`precision` if known; a one-line ExportError naming the choices otherwise."""
     if precision not in POLICIES:
-        raise ExportUsageError(f"unknown precision {precision!r}", f"one of {', '.join(POLICIES)}",
-                               "pick one of those")
+        raise ExportUsageError(
+            f"unknown precision {precision!r}", f"one of {', '.join(POLICIES)}", "pick one of those"
+        )
     return precision
 
 

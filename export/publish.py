@@ -69,13 +69,15 @@ def publish(target, write, check, prior_seconds=0.0):
     target = pathlib.Path(target)
     started = time.perf_counter() - prior_seconds
     try:  # the report is written before the artifact moves in, and moves in after it
-        with files.atomic_path(parity_path(target)) as report_tmp, \
-                files.atomic_path(target) as tmp:
+        with files.atomic_path(parity_path(target)) as report_tmp, files.atomic_path(target) as tmp:
             write(tmp)
             written = time.perf_counter()
             report = check(tmp)
-            report.update(artifact=str(target), export_seconds=round(written - started, 3),
-                          check_seconds=round(time.perf_counter() - written, 3))
+            report.update(
+                artifact=str(target),
+                export_seconds=round(written - started, 3),
+                check_seconds=round(time.perf_counter() - written, 3),
+            )
             if not report["passed"]:
                 raise _Rejected()  # leaving the block by an exception deletes the temporaries
             report_tmp.write_text(files.json_text(report))  # a full disk stops both here
@@ -98,8 +100,10 @@ def publish_all(exports):
 def refusal_line(report):
     """One line saying why an artifact was not written and where the details are."""
     name = pathlib.Path(report["artifact"]).name
-    return (f"{name} not written: parity check failed ({failure_line(report)}), details in "
-            f"{report['failed_report']}")
+    return (
+        f"{name} not written: parity check failed ({failure_line(report)}), details in "
+        f"{report['failed_report']}"
+    )
 
 
 def require_fp32(reports, fp32_artifacts):
@@ -110,6 +114,7 @@ def require_fp32(reports, fp32_artifacts):
         raise ParityError(
             " | ".join(refusal_line(report) for report in failed),
             expected="FP32 logits within the parity threshold of the Keras model",
-            fix="report the mechanism and the details file as a bug", reports=reports,
+            fix="report the mechanism and the details file as a bug",
+            reports=reports,
         )
     return reports

@@ -35,7 +35,7 @@ def run_batched(predict, arrays, batch_size=None):
     count, length = arrays[0].shape
     batch_size = batch_size or max(1, min(MAX_BATCH, TOKENS_PER_BATCH // length))
     starts = range(0, count, batch_size)
-    parts = [predict([a[start:start + batch_size] for a in arrays]) for start in starts]
+    parts = [predict([a[start : start + batch_size] for a in arrays]) for start in starts]
     return np.concatenate(parts).astype("float32")
 
 
@@ -62,8 +62,9 @@ def saved_model_predictor(saved_model, model, signature_name=SIGNATURE_NAME):
 
     def predict(arrays):
         checked = check_tokens(arrays, model)
-        return signature(**{name: tf.constant(array, dtype)
-                            for name, array in zip(names(model), checked)})[OUTPUT_NAME].numpy()
+        return signature(
+            **{name: tf.constant(array, dtype) for name, array in zip(names(model), checked)}
+        )[OUTPUT_NAME].numpy()
 
     return predict
 
@@ -71,14 +72,18 @@ def saved_model_predictor(saved_model, model, signature_name=SIGNATURE_NAME):
 def onnx_session(model):
     """An ONNX Runtime session (model: path or serialized bytes) on the preferred providers."""
     import onnxruntime
+
     available = onnxruntime.get_available_providers()
     providers = [p for p in PREFERRED_PROVIDERS if p in available]
     try:
         return onnxruntime.InferenceSession(model, providers=providers)
-    except Exception as error:  # ORT raises its own Fail / InvalidGraph / NoSuchFile types
-        raise ExportError(f"ONNX Runtime cannot load the model ({one_line(error)})",
-                          "an ONNX model this onnxruntime runs",
-                          "re-export it with export/to_onnx.py") from None
+    except Exception as error:  # noqa: BLE001 (ORT's errors have no common base class)
+        # ORT raises its own Fail / InvalidGraph / NoSuchFile types
+        raise ExportError(
+            f"ONNX Runtime cannot load the model ({one_line(error)})",
+            "an ONNX model this onnxruntime runs",
+            "re-export it with export/to_onnx.py",
+        ) from None
 
 
 def onnx_predictor(session, model):

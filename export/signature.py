@@ -9,9 +9,16 @@ inside (`to_model_length`); batch is dynamic. tf2onnx converts `serving_default`
 import tensorflow as tf
 
 from export.contract import (  # noqa: F401 (re-exported: the names every exporter uses)
-    BATCH_AXIS_NAME, INT64_SIGNATURE_NAME, LENGTH_AXIS_NAME, OUTPUT_NAME, SIGNATURE_NAME,
-    input_names, model_inputs, sequence_length,
+    BATCH_AXIS_NAME,
+    INT64_SIGNATURE_NAME,
+    LENGTH_AXIS_NAME,
+    OUTPUT_NAME,
+    SIGNATURE_NAME,
+    input_names,
+    model_inputs,
+    sequence_length,
 )
+
 
 def input_specs(config, dtype=tf.int32):
     """One TensorSpec [None, length] per input, named as in `input_names`; length None (dynamic)

@@ -48,20 +48,24 @@ def model_file(path):
     """The .keras file named by `path` (a run directory or the file itself); ExportUsageError if
     none."""
     path = pathlib.Path(path)
-    expected = (f"a run directory holding {MODEL_FILE} and {CONFIG_FILE} (written by "
-                f"`{TRAIN_HINT}`) or a .keras file")
+    expected = (
+        f"a run directory holding {MODEL_FILE} and {CONFIG_FILE} (written by "
+        f"`{TRAIN_HINT}`) or a .keras file"
+    )
     if not path.exists():
         raise ExportUsageError(f"{path} does not exist", expected, "check the path")
     if path.is_dir():
         if not (path / MODEL_FILE).is_file():
             raise ExportUsageError(
-                f"{path} is not a run directory: it holds no {MODEL_FILE}", expected,
+                f"{path} is not a run directory: it holds no {MODEL_FILE}",
+                expected,
                 f"finish training with `{TRAIN_HINT} --run-dir={path}` or pass a .keras file",
             )
         return path / MODEL_FILE
     if path.suffix != ".keras":
         raise ExportUsageError(
-            f"{path} is not a .keras file", expected,
+            f"{path} is not a .keras file",
+            expected,
             "pass the run directory or a model saved by model.save('NAME.keras')",
         )
     return path
@@ -71,7 +75,8 @@ def load_model(path):
     """keras.saving.load_model, with any failure (truncated zip, foreign file) as one line."""
     try:
         return keras.saving.load_model(path, compile=False)
-    except Exception as error:  # zipfile, h5py, JSON and Keras errors all mean "not loadable"
+    except Exception as error:  # noqa: BLE001 (any failure means "not loadable")
+        # zipfile, h5py, JSON and Keras errors all mean "not loadable"
         raise ExportUsageError(
             f"cannot load {path} ({type(error).__name__}: {one_line(error)})",
             "a complete .keras file of an arena_tf classifier",
@@ -107,8 +112,11 @@ def run_config(directory):
 
 
 def config_refused(what):
-    return ExportUsageError(what, f"the config.yaml written by `{TRAIN_HINT}`",
-                            f"restore it, or remove it to export {MODEL_FILE} on generated examples")
+    return ExportUsageError(
+        what,
+        f"the config.yaml written by `{TRAIN_HINT}`",
+        f"restore it, or remove it to export {MODEL_FILE} on generated examples",
+    )
 
 
 REQUIRED_SECTIONS = ("task", "model")
@@ -124,6 +132,12 @@ def load_source(path):
     run = run_config(keras_path.parent)
     if run is None:
         return Source(keras_path, model, config, None)
-    check_pair(config.to_dict(), run.model.to_dict(), keras_path, keras_path.parent / CONFIG_FILE,
-               run.task.name, run.task)
+    check_pair(
+        config.to_dict(),
+        run.model.to_dict(),
+        keras_path,
+        keras_path.parent / CONFIG_FILE,
+        run.task.name,
+        run.task,
+    )
     return Source(keras_path, model, config, run.task)

@@ -68,8 +68,9 @@ def computes_in(module_text):
 
 def products_below_highest(module_text):
     """The dots and convolutions of the module that do not ask for HIGHEST precision."""
-    return [m.group(0) for m in PRODUCT.finditer(module_text)
-            if "HIGHEST, HIGHEST" not in m.group(0)]
+    return [
+        m.group(0) for m in PRODUCT.finditer(module_text) if "HIGHEST, HIGHEST" not in m.group(0)
+    ]
 
 
 def check_precision(module_text, precision):
@@ -77,13 +78,17 @@ def check_precision(module_text, precision):
     PrecisionMismatch otherwise."""
     found = computes_in(module_text)
     if found != precision:
-        raise PrecisionMismatch(f"the StableHLO module computes in {found}, not {precision}; "
-                                "re-export it with export/to_stablehlo.py")
+        raise PrecisionMismatch(
+            f"the StableHLO module computes in {found}, not {precision}; "
+            "re-export it with export/to_stablehlo.py"
+        )
     lower = products_below_highest(module_text) if precision == "fp32" else []
     if lower:
-        raise PrecisionMismatch(f"{len(lower)} float32 product(s) of the module do not ask for "
-                                "HIGHEST precision (XLA may compute them in TF32 on a GPU); "
-                                "re-export it with export/to_stablehlo.py")
+        raise PrecisionMismatch(
+            f"{len(lower)} float32 product(s) of the module do not ask for "
+            "HIGHEST precision (XLA may compute them in TF32 on a GPU); "
+            "re-export it with export/to_stablehlo.py"
+        )
     return precision
 
 
@@ -104,9 +109,11 @@ def find_device(kind):
     try:
         return jax.devices(kind)[0]
     except RuntimeError as error:
-        raise Unavailable(f"JAX sees no {kind.upper()} ({' '.join(str(error).split())[:200]}); "
-                          'for a GPU install jax with its CUDA plugin, e.g. pip install '
-                          '"jax[cuda13]"') from None
+        raise Unavailable(
+            f"JAX sees no {kind.upper()} ({' '.join(str(error).split())[:200]}); "
+            "for a GPU install jax with its CUDA plugin, e.g. pip install "
+            '"jax[cuda13]"'
+        ) from None
 
 
 def bucket(rows):
@@ -140,8 +147,10 @@ class CompiledModule:
         if key not in self._executables:
             jax = self._jax
             on_device = jax.sharding.SingleDeviceSharding(self.device)
-            specs = [jax.ShapeDtypeStruct((rows, length), "int32", sharding=on_device)
-                     for length in key[1]]
+            specs = [
+                jax.ShapeDtypeStruct((rows, length), "int32", sharding=on_device)
+                for length in key[1]
+            ]
             self._executables[key] = self._function.lower(self.weights, *specs).compile()
         return self._executables[key]
 
@@ -149,8 +158,10 @@ class CompiledModule:
         """float32 logits [batch, classes] of int32 arrays [batch, length], one per input."""
         rows = len(arrays[0])
         size = bucket(rows)
-        padded = [np.concatenate([a, np.repeat(a[:1], size - rows, axis=0)]) if size > rows
-                  else a for a in arrays]
+        padded = [
+            np.concatenate([a, np.repeat(a[:1], size - rows, axis=0)]) if size > rows else a
+            for a in arrays
+        ]
         run = self.executable(size, [a.shape[1] for a in arrays])
         logits = run(self.weights, *[np.asarray(a, np.int32) for a in padded])
         return np.asarray(logits, dtype=np.float32)[:rows]
@@ -173,10 +184,12 @@ def read_artifact_file(path, read):
     (any failure to read it: a cut or overwritten file fails in many ways)."""
     try:
         return read(path)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:  # noqa: BLE001 (a damaged file fails in many ways)
         first = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
-        raise ValueError(f"{path} cannot be read ({type(error).__name__}: {first}); re-export it "
-                         "with export/to_stablehlo.py") from error
+        raise ValueError(
+            f"{path} cannot be read ({type(error).__name__}: {first}); re-export it "
+            "with export/to_stablehlo.py"
+        ) from error
 
 
 def load(directory, precision, device="cpu", warm_batch=WARM_BATCH):
@@ -187,14 +200,18 @@ def load(directory, precision, device="cpu", warm_batch=WARM_BATCH):
     from jax import export
 
     directory = pathlib.Path(directory)
-    exported = read_artifact_file(directory / MODEL_FILE, lambda path: export.deserialize(
-        bytearray(path.read_bytes())))
+    exported = read_artifact_file(
+        directory / MODEL_FILE, lambda path: export.deserialize(bytearray(path.read_bytes()))
+    )
     target = find_device(device)
     if PLATFORMS[device] not in exported.platforms:
-        raise Unavailable(f"{directory / MODEL_FILE} was lowered for "
-                          f"{', '.join(exported.platforms)}, not {PLATFORMS[device]}; re-export "
-                          "it with export/to_stablehlo.py")
+        raise Unavailable(
+            f"{directory / MODEL_FILE} was lowered for "
+            f"{', '.join(exported.platforms)}, not {PLATFORMS[device]}; re-export "
+            "it with export/to_stablehlo.py"
+        )
     check_precision(exported.mlir_module(), precision)
+
     def read_weights(path):
         with np.load(path) as stored:
             return [stored[f"arr_{i}"] for i in range(len(stored.files))]

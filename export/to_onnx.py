@@ -43,10 +43,17 @@ from export.onnx_fp16 import convert_to_fp16  # noqa: E402
 from export.parity import contract_checks, parity_report  # noqa: E402
 from export.publish import publish  # noqa: E402
 from export.runners import (  # noqa: E402
-    onnx_predictor, onnx_session, run_batched,
+    onnx_predictor,
+    onnx_session,
+    run_batched,
 )
 from export.signature import (  # noqa: E402
-    BATCH_AXIS_NAME, LENGTH_AXIS_NAME, OUTPUT_NAME, SIGNATURE_NAME, input_names, sequence_length,
+    BATCH_AXIS_NAME,
+    LENGTH_AXIS_NAME,
+    OUTPUT_NAME,
+    SIGNATURE_NAME,
+    input_names,
+    sequence_length,
 )
 from export.to_savedmodel import ARTIFACTS as SAVED_MODELS  # noqa: E402
 from export.to_savedmodel import export_converted  # noqa: E402
@@ -84,8 +91,11 @@ def check_names(model_proto, config, saved_model):
     found = ([i.name for i in model_proto.graph.input], [o.name for o in model_proto.graph.output])
     expected = (input_names(config), [OUTPUT_NAME])
     if found != expected:
-        raise ExportError(f"tf2onnx named the inputs / outputs of {saved_model} {found}",
-                          f"{expected}", "re-export the SavedModel with export/to_savedmodel.py")
+        raise ExportError(
+            f"tf2onnx named the inputs / outputs of {saved_model} {found}",
+            f"{expected}",
+            "re-export the SavedModel with export/to_savedmodel.py",
+        )
 
 
 @contextlib.contextmanager
@@ -114,24 +124,34 @@ def convert_saved_model(saved_model, config, opset=DEFAULT_OPSET):
     try:
         with native_stderr_silenced():
             graph_def, inputs, outputs, renames = tf_loader.from_saved_model(
-                str(saved_model), None, None, tag=["serve"], signatures=[SIGNATURE_NAME],
+                str(saved_model),
+                None,
+                None,
+                tag=["serve"],
+                signatures=[SIGNATURE_NAME],
                 return_tensors_to_rename=True,
             )
             model_proto, _ = tf2onnx.convert.from_graph_def(
-                graph_def, input_names=inputs, output_names=outputs, opset=opset,
+                graph_def,
+                input_names=inputs,
+                output_names=outputs,
+                opset=opset,
                 tensors_to_rename=renames,
             )
-    except Exception as error:  # tf2onnx raises ValueError, KeyError, TF errors... per failing op
+    except Exception as error:  # noqa: BLE001 (any conversion failure becomes one line)
+        # tf2onnx raises ValueError, KeyError, TF errors... per failing op
         raise ExportError(
             f"tf2onnx could not convert {saved_model} at opset {opset} ({type(error).__name__}: "
-            f"{one_line(error)})", "a graph tf2onnx converts",
+            f"{one_line(error)})",
+            "a graph tf2onnx converts",
             "report the mechanism and this message as a bug",
         ) from None
     missing = unconverted_ops(model_proto)
     if missing:
         raise ExportError(
             f"tf2onnx could not convert {len(missing)} TensorFlow op(s) of {saved_model} to ONNX "
-            f"opset {opset}: {', '.join(missing[:5])}", "only ops ONNX defines",
+            f"opset {opset}: {', '.join(missing[:5])}",
+            "only ops ONNX defines",
             "the layer using them needs ONNX-friendly ops",
         )
     check_names(model_proto, config, saved_model)
@@ -168,13 +188,22 @@ def export_onnx_model(context, precision, conversion, saved_model_logits):
         session = onnx_session(str(tmp))
         predict = onnx_predictor(session, source.config)
         logits = run_batched(predict, arrays)
-        contract = contract_checks(predict, arrays, source.config,
-                                   context.thresholds.contract_max_abs_diff)
-        return parity_report(target.name, precision, logits, context.reference,
-                             {SAVED_MODELS["fp32"]: saved_model_logits}, context.thresholds,
-                             extra_checks=contract, runtime="onnxruntime",
-                             providers=session.get_providers(), opset=conversion.opset,
-                             tf2onnx_seconds=conversion.seconds)
+        contract = contract_checks(
+            predict, arrays, source.config, context.thresholds.contract_max_abs_diff
+        )
+        return parity_report(
+            target.name,
+            precision,
+            logits,
+            context.reference,
+            {SAVED_MODELS["fp32"]: saved_model_logits},
+            context.thresholds,
+            extra_checks=contract,
+            runtime="onnxruntime",
+            providers=session.get_providers(),
+            opset=conversion.opset,
+            tf2onnx_seconds=conversion.seconds,
+        )
 
     return publish(target, write, check, prior_seconds=conversion.seconds)
 
@@ -184,17 +213,21 @@ def check_graph(model_proto, target):
     try:
         onnx.checker.check_model(model_proto, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
-        raise ExportError(f"{target.name} fails onnx.checker.check_model(full_check=True) "
-                          f"({one_line(error)})", "a valid ONNX graph",
-                          "report the mechanism and this message as a bug") from None
+        raise ExportError(
+            f"{target.name} fails onnx.checker.check_model(full_check=True) ({one_line(error)})",
+            "a valid ONNX graph",
+            "report the mechanism and this message as a bug",
+        ) from None
 
 
 def check_opset(opset):
     """`opset` if tf2onnx and our graphs support it; a one-line ExportUsageError otherwise."""
     if not MIN_OPSET <= opset <= MAX_OPSET:
-        raise ExportUsageError(f"opset {opset} is not supported",
-                               f"{MIN_OPSET} to {MAX_OPSET} (tf2onnx {tf2onnx.__version__})",
-                               f"pass --opset {DEFAULT_OPSET} or leave it out")
+        raise ExportUsageError(
+            f"opset {opset} is not supported",
+            f"{MIN_OPSET} to {MAX_OPSET} (tf2onnx {tf2onnx.__version__})",
+            f"pass --opset {DEFAULT_OPSET} or leave it out",
+        )
     return opset
 
 
@@ -208,17 +241,22 @@ def export_onnx_models(context, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET
     opset = check_opset(opset)
     precisions = [check_onnx_precision(p) for p in precisions]
     return export_converted(
-        context, ARTIFACTS, precisions,
+        context,
+        ARTIFACTS,
+        precisions,
         lambda saved_model: timed_conversion(saved_model, context.source.config, opset),
-        export_onnx_model)
+        export_onnx_model,
+    )
 
 
-def export_onnx(path, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET, count=None,
-                thresholds=None):
+def export_onnx(
+    path, precisions=tuple(ARTIFACTS), opset=DEFAULT_OPSET, count=None, thresholds=None
+):
     """Export the run directory or .keras file at `path` to ONNX; {artifact path: parity report}."""
     check_opset(opset)  # before the model is loaded
-    return cli.export_path(path, precisions, check_onnx_precision, export_onnx_models, count,
-                           thresholds, opset=opset)
+    return cli.export_path(
+        path, precisions, check_onnx_precision, export_onnx_models, count, thresholds, opset=opset
+    )
 
 
 def main(argv=None):
@@ -239,9 +277,14 @@ def main(argv=None):
     """
     opset = {"type": int, "default": DEFAULT_OPSET, "help": f"ONNX opset (default {DEFAULT_OPSET})"}
     return cli.export_command(
-        argv, script="to_onnx.py", doc=__doc__, precisions=ARTIFACTS,
-        what="ONNX models", options={"--opset": opset},
-        export=lambda args: export_onnx(args.path, args.precision, args.opset, args.examples))
+        argv,
+        script="to_onnx.py",
+        doc=__doc__,
+        precisions=ARTIFACTS,
+        what="ONNX models",
+        options={"--opset": opset},
+        export=lambda args: export_onnx(args.path, args.precision, args.opset, args.examples),
+    )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,9 @@ if __name__ == "__main__":  # `python export/to_openvino.py`: import the package
 
 from export import cli  # noqa: E402
 from export.contract import (  # noqa: E402
-    OPENVINO_ARTIFACTS, check_artifact_precision, input_names,
+    OPENVINO_ARTIFACTS,
+    check_artifact_precision,
+    input_names,
 )
 from export.errors import ExportError, ExportUsageError, one_line  # noqa: E402
 from export.metadata import OPENVINO_MODEL, build_metadata, write_openvino_metadata  # noqa: E402
@@ -50,8 +52,11 @@ def require_openvino():
     try:
         import openvino
     except ImportError:
-        raise ExportUsageError("OpenVINO is not installed", "the openvino package",
-                               'pip install -e ".[openvino]" (make test installs it)') from None
+        raise ExportUsageError(
+            "OpenVINO is not installed",
+            "the openvino package",
+            'pip install -e ".[openvino]" (make test installs it)',
+        ) from None
     return openvino
 
 
@@ -61,14 +66,20 @@ def convert_saved_model(saved_model, config):
     started = time.perf_counter()
     try:
         model = openvino.convert_model(str(saved_model))
-    except Exception as error:  # OpenVINO raises its own OpConversionFailure, GeneralFailure...
-        raise ExportError(f"OpenVINO could not convert {saved_model} ({type(error).__name__}: "
-                          f"{one_line(error)})", "a SavedModel OpenVINO's TensorFlow frontend reads",
-                          "report the mechanism and this message as a bug") from None
+    except Exception as error:  # noqa: BLE001 (any conversion failure becomes one line)
+        # OpenVINO raises its own OpConversionFailure, GeneralFailure...
+        raise ExportError(
+            f"OpenVINO could not convert {saved_model} ({type(error).__name__}: {one_line(error)})",
+            "a SavedModel OpenVINO's TensorFlow frontend reads",
+            "report the mechanism and this message as a bug",
+        ) from None
     found, expected = sorted(i.get_any_name() for i in model.inputs), sorted(input_names(config))
     if found != expected:
-        raise ExportError(f"OpenVINO named the inputs of {saved_model} {found}", f"{expected}",
-                          "re-export the SavedModel with export/to_savedmodel.py")
+        raise ExportError(
+            f"OpenVINO named the inputs of {saved_model} {found}",
+            f"{expected}",
+            "re-export the SavedModel with export/to_savedmodel.py",
+        )
     return model, round(time.perf_counter() - started, 3)
 
 
@@ -80,21 +91,31 @@ def export_openvino_model(context, precision, conversion, saved_model_logits):
 
     def write(tmp):
         tmp.mkdir()
-        require_openvino().save_model(model, str(tmp / OPENVINO_MODEL),
-                                      compress_to_fp16=COMPRESS_TO_FP16[precision])
+        require_openvino().save_model(
+            model, str(tmp / OPENVINO_MODEL), compress_to_fp16=COMPRESS_TO_FP16[precision]
+        )
         write_openvino_metadata(tmp, build_metadata(source, precision, "openvino"))
 
     def check(tmp):
         compiled = compile_ir(tmp, "fp32")
         predict = openvino_predictor(compiled, source.config)
         logits = run_batched(predict, arrays)
-        contract = contract_checks(predict, arrays, source.config,
-                                   context.thresholds.contract_max_abs_diff)
-        return parity_report(target.name, precision, logits, context.reference,
-                             {SAVED_MODELS["fp32"]: saved_model_logits}, context.thresholds,
-                             extra_checks=contract, runtime="openvino",
-                             inference_precision=compiled.precision,
-                             compiled_on=compiled.describe(), conversion_seconds=seconds)
+        contract = contract_checks(
+            predict, arrays, source.config, context.thresholds.contract_max_abs_diff
+        )
+        return parity_report(
+            target.name,
+            precision,
+            logits,
+            context.reference,
+            {SAVED_MODELS["fp32"]: saved_model_logits},
+            context.thresholds,
+            extra_checks=contract,
+            runtime="openvino",
+            inference_precision=compiled.precision,
+            compiled_on=compiled.describe(),
+            conversion_seconds=seconds,
+        )
 
     return publish(target, write, check, prior_seconds=seconds)
 
@@ -108,17 +129,21 @@ def export_openvino_models(context, precisions=tuple(ARTIFACTS)):
     ones included (report["passed"] False); a ParityError when the FP32 one was refused."""
     precisions = [check_openvino_precision(p) for p in precisions]
     return export_converted(
-        context, ARTIFACTS, precisions,
+        context,
+        ARTIFACTS,
+        precisions,
         lambda saved_model: convert_saved_model(saved_model, context.source.config),
-        export_openvino_model)
+        export_openvino_model,
+    )
 
 
 def export_openvino(path, precisions=tuple(ARTIFACTS), count=None, thresholds=None):
     """Export the run directory or .keras file at `path` to OpenVINO IR; {artifact path: parity
     report}."""
     require_openvino()  # before the model is loaded
-    return cli.export_path(path, precisions, check_openvino_precision, export_openvino_models,
-                           count, thresholds)
+    return cli.export_path(
+        path, precisions, check_openvino_precision, export_openvino_models, count, thresholds
+    )
 
 
 def main(argv=None):
@@ -138,8 +163,13 @@ def main(argv=None):
         OpenVINO, github.com/openvinotoolkit/openvino (`openvino.convert_model`).
     """
     return cli.export_command(
-        argv, script="to_openvino.py", doc=__doc__, precisions=ARTIFACTS, what="IRs",
-        export=lambda args: export_openvino(args.path, args.precision, args.examples))
+        argv,
+        script="to_openvino.py",
+        doc=__doc__,
+        precisions=ARTIFACTS,
+        what="IRs",
+        export=lambda args: export_openvino(args.path, args.precision, args.examples),
+    )
 
 
 if __name__ == "__main__":

@@ -38,15 +38,28 @@ from export import cli  # noqa: E402
 from export.contract import SAVED_MODEL_ARTIFACTS  # noqa: E402
 from export.errors import ExportError, ExportUsageError, one_line  # noqa: E402
 from export.metadata import (  # noqa: E402
-    FORMAT_VERSION, build_metadata, read_metadata, write_saved_model_metadata,
+    FORMAT_VERSION,
+    build_metadata,
+    read_metadata,
+    write_saved_model_metadata,
 )
 from export.parity import contract_checks, parity_report  # noqa: E402
 from export.precision import POLICIES, check_precision, model_for  # noqa: E402
 from export.publish import (  # noqa: E402
-    check_places, clean_leftovers, publish, publish_all, require_fp32)
+    check_places,
+    clean_leftovers,
+    publish,
+    publish_all,
+    require_fp32,
+)
 from export.runners import keras_predictor, run_batched, saved_model_predictor  # noqa: E402
 from export.signature import (  # noqa: E402
-    INT64_SIGNATURE_NAME, OUTPUT_NAME, SIGNATURE_NAME, input_specs, model_inputs, to_model_length,
+    INT64_SIGNATURE_NAME,
+    OUTPUT_NAME,
+    SIGNATURE_NAME,
+    input_specs,
+    model_inputs,
+    to_model_length,
 )
 
 ARTIFACTS = SAVED_MODEL_ARTIFACTS
@@ -54,7 +67,8 @@ ARTIFACTS = SAVED_MODEL_ARTIFACTS
 
 def write_saved_model(model, config, directory):
     """A SavedModel of `model` with the serving signatures (int32 and int64 ids), written to
-    `directory`. Traced in the layers' export form: long convolutions without FFT (ONNX has none)."""
+    `directory`. Traced in the layers' export form: long convolutions without FFT (ONNX has
+    none)."""
     with long_conv.export_form():
         trace_saved_model(model, config, directory)
 
@@ -67,14 +81,16 @@ def trace_saved_model(model, config, directory):
         tokens = [to_model_length(t, config) for t in tokens]
         return {OUTPUT_NAME: model(model_inputs(tokens), training=False)}
 
-    serve_int32 = archive.add_endpoint(SIGNATURE_NAME, serve,
-                                       input_signature=input_specs(config, tf.int32))
+    serve_int32 = archive.add_endpoint(
+        SIGNATURE_NAME, serve, input_signature=input_specs(config, tf.int32)
+    )
 
     def serve_int64(*tokens):  # calls the int32 function: the model is traced once
         return serve_int32(*[tf.cast(t, tf.int32) for t in tokens])
 
-    archive.add_endpoint(INT64_SIGNATURE_NAME, serve_int64,
-                         input_signature=input_specs(config, tf.int64))
+    archive.add_endpoint(
+        INT64_SIGNATURE_NAME, serve_int64, input_signature=input_specs(config, tf.int64)
+    )
     archive.write_out(str(directory), verbose=False)
 
 
@@ -91,14 +107,28 @@ def export_saved_model(context, precision):
         loaded = tf.saved_model.load(str(tmp))
         predict = saved_model_predictor(loaded, source.config)
         logits = run_batched(predict, arrays)
-        same_precision = {} if precision == "fp32" else {
-            f"keras_{precision}": run_batched(keras_predictor(model), arrays)
-        }
+        same_precision = (
+            {}
+            if precision == "fp32"
+            else {f"keras_{precision}": run_batched(keras_predictor(model), arrays)}
+        )
         contract = contract_checks(
-            predict, arrays, source.config, context.thresholds.contract_max_abs_diff,
-            predict_int64=saved_model_predictor(loaded, source.config, INT64_SIGNATURE_NAME))
-        return parity_report(target.name, precision, logits, context.reference, same_precision,
-                             context.thresholds, extra_checks=contract, runtime="tensorflow")
+            predict,
+            arrays,
+            source.config,
+            context.thresholds.contract_max_abs_diff,
+            predict_int64=saved_model_predictor(loaded, source.config, INT64_SIGNATURE_NAME),
+        )
+        return parity_report(
+            target.name,
+            precision,
+            logits,
+            context.reference,
+            same_precision,
+            context.thresholds,
+            extra_checks=contract,
+            runtime="tensorflow",
+        )
 
     return publish(target, write, check)
 
@@ -112,8 +142,10 @@ def saved_model_is_current(source):
         return False
     try:
         metadata = read_metadata(saved_model)
-        return (metadata["source"] == str(source.model_path)
-                and metadata.get("format") == FORMAT_VERSION)
+        return (
+            metadata["source"] == str(source.model_path)
+            and metadata.get("format") == FORMAT_VERSION
+        )
     except (ExportError, KeyError, ValueError):  # no or unreadable metadata: export anew
         return False
 
@@ -129,11 +161,13 @@ def current_fp32_saved_model(context, reports):
         return saved_model, tf.saved_model.load(str(saved_model))
     try:  # the one an earlier export kept
         return saved_model, tf.saved_model.load(str(saved_model))
-    except Exception as error:  # a damaged one: DecodeError, NotFoundError, OSError, ValueError...
+    except Exception as error:  # noqa: BLE001 (a damaged SavedModel fails in many ways)
+        # a damaged one: DecodeError, NotFoundError, OSError, ValueError...
         raise ExportUsageError(
             f"cannot load {saved_model} ({type(error).__name__}: {one_line(error)})",
             "the SavedModel an earlier export wrote from this model.keras",
-            f"delete {saved_model} and rerun: it is exported again from model.keras") from None
+            f"delete {saved_model} and rerun: it is exported again from model.keras",
+        ) from None
 
 
 def export_converted(context, artifacts, precisions, convert, export_one):
@@ -148,13 +182,19 @@ def export_converted(context, artifacts, precisions, convert, export_one):
         check_places(source.artifact(target))
     saved_model, loaded = current_fp32_saved_model(context, reports)
     conversion = convert(saved_model)
-    saved_model_logits = run_batched(saved_model_predictor(loaded, source.config),
-                                     context.examples.arrays)
-    reports.update(publish_all({
-        source.artifact(artifacts[p]): functools.partial(
-            export_one, context, p, conversion, saved_model_logits)
-        for p in precisions
-    }))
+    saved_model_logits = run_batched(
+        saved_model_predictor(loaded, source.config), context.examples.arrays
+    )
+    reports.update(
+        publish_all(
+            {
+                source.artifact(artifacts[p]): functools.partial(
+                    export_one, context, p, conversion, saved_model_logits
+                )
+                for p in precisions
+            }
+        )
+    )
     return require_fp32(reports, [saved_model, source.artifact(artifacts["fp32"])])
 
 
@@ -163,17 +203,20 @@ def export_saved_models(context, precisions=tuple(ARTIFACTS)):
     (report["passed"] False); a ParityError when the FP32 SavedModel was refused."""
     precisions = [check_precision(p) for p in precisions]
     clean_leftovers(context.source.directory)
-    reports = publish_all({
-        context.source.artifact(ARTIFACTS[p]): functools.partial(export_saved_model, context, p)
-        for p in precisions
-    })
+    reports = publish_all(
+        {
+            context.source.artifact(ARTIFACTS[p]): functools.partial(export_saved_model, context, p)
+            for p in precisions
+        }
+    )
     return require_fp32(reports, [context.source.artifact(ARTIFACTS["fp32"])])
 
 
 def export_savedmodel(path, precisions=tuple(ARTIFACTS), count=None, thresholds=None):
     """Export the run directory or .keras file at `path`; {artifact path: parity report}."""
-    return cli.export_path(path, precisions, check_precision, export_saved_models, count,
-                           thresholds)
+    return cli.export_path(
+        path, precisions, check_precision, export_saved_models, count, thresholds
+    )
 
 
 def main(argv=None):
@@ -194,9 +237,14 @@ def main(argv=None):
             keras.io/api/models/model_saving_apis/export/.
     """
     return cli.export_command(
-        argv, script="to_savedmodel.py", doc=__doc__, precisions=ARTIFACTS,
-        what="SavedModels", choices=POLICIES,
-        export=lambda args: export_savedmodel(args.path, args.precision, args.examples))
+        argv,
+        script="to_savedmodel.py",
+        doc=__doc__,
+        precisions=ARTIFACTS,
+        what="SavedModels",
+        choices=POLICIES,
+        export=lambda args: export_savedmodel(args.path, args.precision, args.examples),
+    )
 
 
 if __name__ == "__main__":

@@ -42,8 +42,13 @@ from jax import export as jax_export  # noqa: E402
 
 from export import cli, stablehlo_model  # noqa: E402
 from export.contract import (  # noqa: E402
-    BATCH_AXIS_NAME, LENGTH_AXIS_NAME, STABLEHLO_ARTIFACTS, check_artifact_precision, input_names,
-    model_inputs, sequence_length,
+    BATCH_AXIS_NAME,
+    LENGTH_AXIS_NAME,
+    STABLEHLO_ARTIFACTS,
+    check_artifact_precision,
+    input_names,
+    model_inputs,
+    sequence_length,
 )
 from export.errors import ExportError, ExportUsageError, one_line  # noqa: E402
 from export.metadata import build_metadata, write_directory_metadata  # noqa: E402
@@ -61,17 +66,22 @@ MATMUL_PRECISION = {"fp32": "highest", "bf16": None, "fp16": None}
 def require_jax_backend():
     """A one-line ExportUsageError unless Keras runs on JAX in this process."""
     if keras.backend.backend() != "jax":
-        raise ExportUsageError(f"Keras runs on {keras.backend.backend()} in this process",
-                               "KERAS_BACKEND=jax (jax.export traces the model's JAX function)",
-                               "run python export/to_stablehlo.py, which sets it, or set "
-                               "KERAS_BACKEND=jax before Keras is imported")
+        raise ExportUsageError(
+            f"Keras runs on {keras.backend.backend()} in this process",
+            "KERAS_BACKEND=jax (jax.export traces the model's JAX function)",
+            "run python export/to_stablehlo.py, which sets it, or set "
+            "KERAS_BACKEND=jax before Keras is imported",
+        )
 
 
 def symbolic_dimensions(config):
     """{'batch': name, 'length': name or None}: the symbolic dimensions of the inputs."""
     dynamic = sequence_length(config)["dynamic"]
-    lengths = ([LENGTH_AXIS_NAME] if len(input_names(config)) == 1 else
-               [f"{LENGTH_AXIS_NAME}_{i + 1}" for i in range(2)])
+    lengths = (
+        [LENGTH_AXIS_NAME]
+        if len(input_names(config)) == 1
+        else [f"{LENGTH_AXIS_NAME}_{i + 1}" for i in range(2)]
+    )
     return {"batch": BATCH_AXIS_NAME, "length": lengths if dynamic else None}
 
 
@@ -80,8 +90,10 @@ def token_specs(config):
     or [batch, max_len] where the length is fixed."""
     dims = symbolic_dimensions(config)
     lengths = dims["length"] or []
-    shape = jax_export.symbolic_shape(", ".join([dims["batch"], *lengths]),
-                                      constraints=[f"{n} <= {config.max_len}" for n in lengths])
+    shape = jax_export.symbolic_shape(
+        ", ".join([dims["batch"], *lengths]),
+        constraints=[f"{n} <= {config.max_len}" for n in lengths],
+    )
     batch, *symbols = shape
     symbols = symbols or [config.max_len] * len(input_names(config))
     return [jax.ShapeDtypeStruct((batch, length), "int32") for length in symbols]
@@ -102,8 +114,9 @@ def inference_function(model, config):
 
     def serve(weights, *tokens):
         tokens = [to_model_length(t, config) for t in tokens]
-        logits, _ = model.stateless_call(weights[:trainable], weights[trainable:],
-                                         model_inputs(tokens), training=False)
+        logits, _ = model.stateless_call(
+            weights[:trainable], weights[trainable:], model_inputs(tokens), training=False
+        )
         return logits.astype("float32")
 
     return serve
@@ -115,27 +128,34 @@ def export_function(model, config, precision):
     specs = [jax.ShapeDtypeStruct(w.shape, w.dtype) for w in weights]
     try:
         with jax.default_matmul_precision(MATMUL_PRECISION[precision]):
-            exported = jax_export.export(jax.jit(inference_function(model, config)),
-                                         platforms=PLATFORMS)(specs, *token_specs(config))
-    except Exception as error:  # shape polymorphism and lowering errors have no common base
-        raise ExportError(f"jax.export could not export the {config.attention} model "
-                          f"({type(error).__name__}: {one_line(error)})",
-                          "a model JAX traces with a symbolic batch (and length)",
-                          "report the mechanism and this message as a bug") from None
+            exported = jax_export.export(
+                jax.jit(inference_function(model, config)), platforms=PLATFORMS
+            )(specs, *token_specs(config))
+    except Exception as error:  # noqa: BLE001 (export errors have no common base class)
+        # shape polymorphism and lowering errors have no common base
+        raise ExportError(
+            f"jax.export could not export the {config.attention} model "
+            f"({type(error).__name__}: {one_line(error)})",
+            "a model JAX traces with a symbolic batch (and length)",
+            "report the mechanism and this message as a bug",
+        ) from None
     return exported, weights
 
 
 def stablehlo_metadata(source, precision, exported):
     """The artifact's metadata: the contract's, and how the StableHLO module was made."""
-    return {**build_metadata(source, precision, "stablehlo"), "stablehlo": {
-        "symbolic_dimensions": symbolic_dimensions(source.config),
-        "platforms": list(exported.platforms),
-        "matmul_precision": MATMUL_PRECISION[precision] or "default",
-        "calling_convention_version": exported.calling_convention_version,
-        "weights": len(exported.in_avals) - len(input_names(source.config)),
-        "files": [stablehlo_model.MODEL_FILE, stablehlo_model.WEIGHTS_FILE],
-        "jax": jax.__version__,
-    }}
+    return {
+        **build_metadata(source, precision, "stablehlo"),
+        "stablehlo": {
+            "symbolic_dimensions": symbolic_dimensions(source.config),
+            "platforms": list(exported.platforms),
+            "matmul_precision": MATMUL_PRECISION[precision] or "default",
+            "calling_convention_version": exported.calling_convention_version,
+            "weights": len(exported.in_avals) - len(input_names(source.config)),
+            "files": [stablehlo_model.MODEL_FILE, stablehlo_model.WEIGHTS_FILE],
+            "jax": jax.__version__,
+        },
+    }
 
 
 def export_stablehlo_model(context, precision):
@@ -154,18 +174,35 @@ def export_stablehlo_model(context, precision):
         try:
             compiled = stablehlo_model.load(tmp, precision, "cpu", warm_batch=0)
         except stablehlo_model.Unavailable as error:
-            raise ExportError(f"{target.name}: {error}", f"a module computing in {precision}",
-                              "report the mechanism and this message as a bug") from None
+            raise ExportError(
+                f"{target.name}: {error}",
+                f"a module computing in {precision}",
+                "report the mechanism and this message as a bug",
+            ) from None
         predict = stablehlo_predictor(compiled, source.config)
         logits = run_batched(predict, arrays)
-        same_precision = {} if precision == "fp32" else {
-            f"keras_{precision}": run_batched(keras_predictor(model), arrays)}
-        contract = contract_checks(predict, arrays, source.config,
-                                   context.thresholds.contract_max_abs_diff)
-        return parity_report(target.name, precision, logits, context.reference, same_precision,
-                             context.thresholds, extra_checks=contract, runtime="xla",
-                             compiled_on=compiled.describe(), platforms=list(exported.platforms),
-                             jax=jax.__version__, jax_export_seconds=seconds)
+        same_precision = (
+            {}
+            if precision == "fp32"
+            else {f"keras_{precision}": run_batched(keras_predictor(model), arrays)}
+        )
+        contract = contract_checks(
+            predict, arrays, source.config, context.thresholds.contract_max_abs_diff
+        )
+        return parity_report(
+            target.name,
+            precision,
+            logits,
+            context.reference,
+            same_precision,
+            context.thresholds,
+            extra_checks=contract,
+            runtime="xla",
+            compiled_on=compiled.describe(),
+            platforms=list(exported.platforms),
+            jax=jax.__version__,
+            jax_export_seconds=seconds,
+        )
 
     return publish(target, write, check, prior_seconds=seconds)
 
@@ -179,10 +216,14 @@ def export_stablehlo_models(context, precisions=tuple(ARTIFACTS)):
     included (report["passed"] False); a ParityError when the FP32 one was refused."""
     precisions = [check_stablehlo_precision(p) for p in precisions]
     clean_leftovers(context.source.directory)
-    reports = publish_all({
-        context.source.artifact(ARTIFACTS[p]): functools.partial(export_stablehlo_model, context, p)
-        for p in precisions
-    })
+    reports = publish_all(
+        {
+            context.source.artifact(ARTIFACTS[p]): functools.partial(
+                export_stablehlo_model, context, p
+            )
+            for p in precisions
+        }
+    )
     return require_fp32(reports, [context.source.artifact(ARTIFACTS["fp32"])])
 
 
@@ -190,8 +231,9 @@ def export_stablehlo(path, precisions=tuple(ARTIFACTS), count=None, thresholds=N
     """Export the run directory or .keras file at `path` to StableHLO; {artifact path: parity
     report}."""
     require_jax_backend()  # before the model is loaded
-    return cli.export_path(path, precisions, check_stablehlo_precision, export_stablehlo_models,
-                           count, thresholds)
+    return cli.export_path(
+        path, precisions, check_stablehlo_precision, export_stablehlo_models, count, thresholds
+    )
 
 
 def main(argv=None):
@@ -212,9 +254,13 @@ def main(argv=None):
             jax.readthedocs.io/en/latest/export/export.html.
     """
     return cli.export_command(
-        argv, script="to_stablehlo.py", doc=__doc__, precisions=ARTIFACTS,
+        argv,
+        script="to_stablehlo.py",
+        doc=__doc__,
+        precisions=ARTIFACTS,
         what="StableHLO artifacts",
-        export=lambda args: export_stablehlo(args.path, args.precision, args.examples))
+        export=lambda args: export_stablehlo(args.path, args.precision, args.examples),
+    )
 
 
 if __name__ == "__main__":

@@ -54,11 +54,18 @@ class RunInfo:
     def read(cls, run_dir):
         path = pathlib.Path(run_dir)
         if not path.is_dir():
-            raise FileNotFoundError(f"run directory {path} does not exist; expected a directory "
-                                    "written by python -m arena_tf.train and export/")
+            raise FileNotFoundError(
+                f"run directory {path} does not exist; expected a directory "
+                "written by python -m arena_tf.train and export/"
+            )
         metadata = next(
-            (m for name in ARTIFACT_NAMES if (path / name).exists()
-             for m in [read_metadata(path / name)] if m),
+            (
+                m
+                for name in ARTIFACT_NAMES
+                if (path / name).exists()
+                for m in [read_metadata(path / name)]
+                if m
+            ),
             {},
         )
         task_config = read_task_config(path)

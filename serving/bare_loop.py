@@ -50,8 +50,9 @@ def measure(run_dir, runtime_name, precision, device, rows):
 
 
 def parse_args(argv):
-    parser = cli.ArgumentParser(prog="python -m serving.bare_loop",
-                                description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(
+        prog="python -m serving.bare_loop", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("run_dir", help="a run directory with config.yaml and exported artifacts")
     runtimes.add_arguments(parser)
     parser.add_argument("--rows", required=True, help="JSON Lines, one row each")
@@ -76,9 +77,11 @@ def read_rows(path):
 
 def run(args):
     if not pathlib.Path(args.run_dir, "config.yaml").is_file():
-        raise cli.UsageError(f"run directory {args.run_dir} has no config.yaml",
-                             "a run directory written by python -m arena_tf.train",
-                             "check the path")
+        raise cli.UsageError(
+            f"run directory {args.run_dir} has no config.yaml",
+            "a run directory written by python -m arena_tf.train",
+            "check the path",
+        )
     rows = read_rows(args.rows)
     out = cli.output_file(args.out, "--out", example="bare.json", inputs=[args.rows])
     write_json(out, measure(args.run_dir, args.runtime, args.precision, args.device, rows))
@@ -86,7 +89,9 @@ def run(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    return cli.run_main(lambda: run(args), debug=args.debug, failures=(runtimes.Unsupported, OSError))
+    return cli.run_main(
+        lambda: run(args), debug=args.debug, failures=(runtimes.Unsupported, OSError)
+    )
 
 
 if __name__ == "__main__":

@@ -106,10 +106,11 @@ def names(items, allowed, option):
     """The list flag's `items`, each checked against `allowed`."""
     unknown = [item for item in items if item not in allowed]
     if unknown or not items:
-        raise BenchError(f"{option} {','.join(items)!r}: unknown "
-                         f"{', '.join(unknown) or 'empty list'}",
-                         f"a comma-separated list of {', '.join(allowed)}",
-                         f"fix {option}")
+        raise BenchError(
+            f"{option} {','.join(items)!r}: unknown {', '.join(unknown) or 'empty list'}",
+            f"a comma-separated list of {', '.join(allowed)}",
+            f"fix {option}",
+        )
     return items
 
 
@@ -120,114 +121,223 @@ def counts(items):
         name, _, value = item.partition("=")
         known = scenarios.available()
         if name not in known or not value.isdecimal() or int(value) < 1:
-            raise BenchError(f"--count {item!r} is invalid",
-                             f"SCENARIO=N with N >= 1 and SCENARIO one of {', '.join(known)}",
-                             "fix --count")
+            raise BenchError(
+                f"--count {item!r} is invalid",
+                f"SCENARIO=N with N >= 1 and SCENARIO one of {', '.join(known)}",
+                "fix --count",
+            )
         out[name] = int(value)
     return out
 
 
 def parse_args(argv):
-    parser = cli.ArgumentParser(prog="python -m serving.bench",
-                                description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dirs", nargs="*", metavar="RUN_DIR",
-                        help="run directories holding exported artifacts (export/)")
-    parser.add_argument("--runtime", action=cli.Items, default=["tf", "onnxruntime"],
-                        metavar="RUNTIME", help=f"some of {', '.join(runtimes.available())}")
-    parser.add_argument("--precision", action=cli.Items, default=["fp32"], metavar="PRECISION",
-                        help="some of fp32, fp16, bf16")
-    parser.add_argument("--scenario", action=cli.Items, default=["all"], metavar="SCENARIO",
-                        help=f"all, or some of {', '.join(scenarios.available())}")
+    parser = cli.ArgumentParser(
+        prog="python -m serving.bench", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "run_dirs",
+        nargs="*",
+        metavar="RUN_DIR",
+        help="run directories holding exported artifacts (export/)",
+    )
+    parser.add_argument(
+        "--runtime",
+        action=cli.Items,
+        default=["tf", "onnxruntime"],
+        metavar="RUNTIME",
+        help=f"some of {', '.join(runtimes.available())}",
+    )
+    parser.add_argument(
+        "--precision",
+        action=cli.Items,
+        default=["fp32"],
+        metavar="PRECISION",
+        help="some of fp32, fp16, bf16",
+    )
+    parser.add_argument(
+        "--scenario",
+        action=cli.Items,
+        default=["all"],
+        metavar="SCENARIO",
+        help=f"all, or some of {', '.join(scenarios.available())}",
+    )
     parser.add_argument("--device", default="cpu", choices=runtimes.DEVICES)
     parser.add_argument("--out", help=f"output directory (default {DEFAULT_OUT_ROOT}/<run names>)")
     results_dir.add_arguments(parser)
-    parser.add_argument("--command", help="benchmark this Pentathlon submission (a command line) "
-                        "instead of the exported artifacts; rows of RUN_DIR's task or --task")
-    parser.add_argument("--offline-command", help="with --command: the offline scenario's "
-                        "command (default: --command with --offline appended)")
+    parser.add_argument(
+        "--command",
+        help="benchmark this Pentathlon submission (a command line) "
+        "instead of the exported artifacts; rows of RUN_DIR's task or --task",
+    )
+    parser.add_argument(
+        "--offline-command",
+        help="with --command: the offline scenario's "
+        "command (default: --command with --offline appended)",
+    )
     parser.add_argument("--name", help="the model's name in the report for --command")
     parser.add_argument("--task", help="with --command and no RUN_DIR: the task whose rows to send")
     parser.add_argument("--data-dir", help="where the task's data is (default: the run's config)")
-    parser.add_argument("--batch-size", type=int, default=scenarios.BATCH_SIZE,
-                        help="fixed_batch's batch size")
-    parser.add_argument("--poisson-mean", type=float, default=float(scenarios.BATCH_SIZE),
-                        help="random_batch's mean batch size (Poisson lambda)")
-    parser.add_argument("--poisson-draws", type=int, default=scenarios.POISSON_DRAWS,
-                        help="random_batch's number of Poisson draws (at most that many batches)")
-    parser.add_argument("--count", action="append", default=[], metavar="SCENARIO=N",
-                        help="instances of a scenario (defaults: fixed_batch the whole test "
-                        "split, random_batch 4000, single_stream 1000, offline 8000, server 1000 "
-                        "per trial)")
-    parser.add_argument("--limit", type=int, help="Pentathlon's --limit: keep N instances of each "
-                        "online scenario (a seeded choice), the first N offline (single_stream "
-                        "still repeats them up to --min-duration and --min-queries)")
+    parser.add_argument(
+        "--batch-size", type=int, default=scenarios.BATCH_SIZE, help="fixed_batch's batch size"
+    )
+    parser.add_argument(
+        "--poisson-mean",
+        type=float,
+        default=float(scenarios.BATCH_SIZE),
+        help="random_batch's mean batch size (Poisson lambda)",
+    )
+    parser.add_argument(
+        "--poisson-draws",
+        type=int,
+        default=scenarios.POISSON_DRAWS,
+        help="random_batch's number of Poisson draws (at most that many batches)",
+    )
+    parser.add_argument(
+        "--count",
+        action="append",
+        default=[],
+        metavar="SCENARIO=N",
+        help="instances of a scenario (defaults: fixed_batch the whole test "
+        "split, random_batch 4000, single_stream 1000, offline 8000, server 1000 "
+        "per trial)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        help="Pentathlon's --limit: keep N instances of each "
+        "online scenario (a seeded choice), the first N offline (single_stream "
+        "still repeats them up to --min-duration and --min-queries)",
+    )
     parser.add_argument("--server-max-batch", type=int, default=8)
     parser.add_argument("--server-max-wait-ms", type=float, default=5.0)
-    parser.add_argument("--server-p99-ms", type=float, default=100.0,
-                        help="the p99 latency bound of the server scenario")
+    parser.add_argument(
+        "--server-p99-ms",
+        type=float,
+        default=100.0,
+        help="the p99 latency bound of the server scenario",
+    )
     parser.add_argument("--server-trials", type=int, default=6, help="rates tried by the search")
-    parser.add_argument("--server-rate", type=float, help="first rate tried (default: half the "
-                        "throughput of one max-size batch)")
-    parser.add_argument("--min-duration", type=float, default=10.0, metavar="SECONDS",
-                        help="MLPerf's minimum duration: single_stream repeats its schedule, and "
-                        "each server trial draws arrivals, until a run lasts this long")
-    parser.add_argument("--min-queries", type=int, default=1000, metavar="N",
-                        help="MLPerf's minimum query count for single_stream and each server trial "
-                        "(0 and --min-duration 0: Pentathlon's single pass)")
-    parser.add_argument("--loadgen", action="store_true",
-                        help="also run SingleStream, Server and Offline through MLPerf LoadGen")
-    parser.add_argument("--loadgen-min-ms", type=float, default=10_000.0,
-                        help="LoadGen's minimum duration per scenario")
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds to wait for any answer before killing the model")
-    parser.add_argument("--startup-timeout", type=float, default=600.0,
-                        help="seconds to wait for the first answer (model loading)")
-    parser.add_argument("--bare-loop", action="store_true",
-                        help="after each single-stream row, time the same rows in a bare "
-                        "predict loop (serving/bare_loop.py) and report the row's latency over it")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress bars (they show on a terminal only, on stdout)")
+    parser.add_argument(
+        "--server-rate",
+        type=float,
+        help="first rate tried (default: half the throughput of one max-size batch)",
+    )
+    parser.add_argument(
+        "--min-duration",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="MLPerf's minimum duration: single_stream repeats its schedule, and "
+        "each server trial draws arrivals, until a run lasts this long",
+    )
+    parser.add_argument(
+        "--min-queries",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="MLPerf's minimum query count for single_stream and each server trial "
+        "(0 and --min-duration 0: Pentathlon's single pass)",
+    )
+    parser.add_argument(
+        "--loadgen",
+        action="store_true",
+        help="also run SingleStream, Server and Offline through MLPerf LoadGen",
+    )
+    parser.add_argument(
+        "--loadgen-min-ms",
+        type=float,
+        default=10_000.0,
+        help="LoadGen's minimum duration per scenario",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for any answer before killing the model",
+    )
+    parser.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=600.0,
+        help="seconds to wait for the first answer (model loading)",
+    )
+    parser.add_argument(
+        "--bare-loop",
+        action="store_true",
+        help="after each single-stream row, time the same rows in a bare "
+        "predict loop (serving/bare_loop.py) and report the row's latency over it",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bars (they show on a terminal only, on stdout)",
+    )
     return parser.parse_args(argv)
 
 
 def scenario_options(args):
-    positive = {"--batch-size": args.batch_size, "--poisson-mean": args.poisson_mean,
-                "--poisson-draws": args.poisson_draws, "--server-max-batch": args.server_max_batch,
-                "--server-trials": args.server_trials, "--timeout": args.timeout,
-                "--startup-timeout": args.startup_timeout, "--server-p99-ms": args.server_p99_ms,
-                "--limit": args.limit, "--server-rate": args.server_rate}
-    non_negative = {"--server-max-wait-ms": args.server_max_wait_ms,
-                    "--loadgen-min-ms": args.loadgen_min_ms, "--min-duration": args.min_duration,
-                    "--min-queries": args.min_queries}
-    bad = [f"{k}={v:g}" for k, v in positive.items()
-           if v is not None and not (math.isfinite(v) and v > 0)]  # NaN and infinity too
+    positive = {
+        "--batch-size": args.batch_size,
+        "--poisson-mean": args.poisson_mean,
+        "--poisson-draws": args.poisson_draws,
+        "--server-max-batch": args.server_max_batch,
+        "--server-trials": args.server_trials,
+        "--timeout": args.timeout,
+        "--startup-timeout": args.startup_timeout,
+        "--server-p99-ms": args.server_p99_ms,
+        "--limit": args.limit,
+        "--server-rate": args.server_rate,
+    }
+    non_negative = {
+        "--server-max-wait-ms": args.server_max_wait_ms,
+        "--loadgen-min-ms": args.loadgen_min_ms,
+        "--min-duration": args.min_duration,
+        "--min-queries": args.min_queries,
+    }
+    bad = [
+        f"{k}={v:g}"
+        for k, v in positive.items()
+        if v is not None and not (math.isfinite(v) and v > 0)
+    ]  # NaN and infinity too
     if bad:
-        raise BenchError(f"{', '.join(bad)} is not positive", "a positive number",
-                         "fix the value")
+        raise BenchError(f"{', '.join(bad)} is not positive", "a positive number", "fix the value")
     bad = [f"{k}={v:g}" for k, v in non_negative.items() if not (math.isfinite(v) and v >= 0)]
     if bad:
-        raise BenchError(f"{', '.join(bad)} is negative or not finite", "zero or more, finite",
-                         "fix the value")
+        raise BenchError(
+            f"{', '.join(bad)} is negative or not finite", "zero or more, finite", "fix the value"
+        )
     return scenarios.ScenarioOptions(
-        batch_size=args.batch_size, poisson_mean=args.poisson_mean,
-        poisson_draws=args.poisson_draws, counts=counts(args.count), limit=args.limit,
-        server_max_batch=args.server_max_batch, server_max_wait_ms=args.server_max_wait_ms,
-        server_p99_ms=args.server_p99_ms, server_trials=args.server_trials,
-        server_start_rate=args.server_rate, loadgen_min_duration_ms=args.loadgen_min_ms,
-        min_duration_s=args.min_duration, min_queries=args.min_queries,
+        batch_size=args.batch_size,
+        poisson_mean=args.poisson_mean,
+        poisson_draws=args.poisson_draws,
+        counts=counts(args.count),
+        limit=args.limit,
+        server_max_batch=args.server_max_batch,
+        server_max_wait_ms=args.server_max_wait_ms,
+        server_p99_ms=args.server_p99_ms,
+        server_trials=args.server_trials,
+        server_start_rate=args.server_rate,
+        loadgen_min_duration_ms=args.loadgen_min_ms,
+        min_duration_s=args.min_duration,
+        min_queries=args.min_queries,
     )
 
 
 def scenario_names(args):
-    chosen = scenarios.available() if args.scenario == ["all"] else names(
-        args.scenario, scenarios.available(), "--scenario")
+    chosen = (
+        scenarios.available()
+        if args.scenario == ["all"]
+        else names(args.scenario, scenarios.available(), "--scenario")
+    )
     if args.loadgen:
         try:
             loadgen.require()
         except loadgen.LoadgenMissing:
-            raise BenchError("--loadgen needs MLPerf LoadGen, which is not installed",
-                             "the mlperf_loadgen module",
-                             "pip install mlcommons-loadgen (the serving extra)") from None
+            raise BenchError(
+                "--loadgen needs MLPerf LoadGen, which is not installed",
+                "the mlperf_loadgen module",
+                "pip install mlcommons-loadgen (the serving extra)",
+            ) from None
         chosen += list(loadgen.SCENARIOS)
     return chosen
 
@@ -235,9 +345,11 @@ def scenario_names(args):
 def check_device(device):
     ok, reason = gpu.available() if device == "gpu" else (True, "")
     if not ok:
-        raise BenchError(f"--device gpu, but {' '.join(reason.split('; '))}",
-                         "a visible NVIDIA GPU with NVML",
-                         "run on a machine with an NVIDIA GPU or use --device cpu")
+        raise BenchError(
+            f"--device gpu, but {' '.join(reason.split('; '))}",
+            "a visible NVIDIA GPU with NVML",
+            "run on a machine with an NVIDIA GPU or use --device cpu",
+        )
 
 
 def out_dir(args, targets):
@@ -260,32 +372,49 @@ def read_runs(run_dirs, need_artifacts):
     for path in run_dirs:
         if not pathlib.Path(path).is_dir():
             what = "is not a directory" if pathlib.Path(path).exists() else "does not exist"
-            raise BenchError(f"run directory {path} {what}",
-                             "a directory written by python -m arena_tf.train and export/",
-                             "check the path")
+            raise BenchError(
+                f"run directory {path} {what}",
+                "a directory written by python -m arena_tf.train and export/",
+                "check the path",
+            )
         try:
             run = artifacts.RunInfo.read(path)
         except (ValueError, OSError) as error:  # a broken config.yaml
-            raise BenchError(f"run directory {path} cannot be read: {one_line(error)}",
-                             "a config.yaml written by python -m arena_tf.train",
-                             "fix or remove the file") from None
+            raise BenchError(
+                f"run directory {path} cannot be read: {one_line(error)}",
+                "a config.yaml written by python -m arena_tf.train",
+                "fix or remove the file",
+            ) from None
         if need_artifacts and not any((run.path / n).exists() for n in artifacts.ARTIFACT_NAMES):
-            raise BenchError(f"run directory {path} holds no exported model",
-                             f"one of {', '.join(artifacts.ARTIFACT_NAMES)} in it",
-                             f"export it first: python export/to_savedmodel.py {path} "
-                             f"(and export/to_onnx.py)")
+            raise BenchError(
+                f"run directory {path} holds no exported model",
+                f"one of {', '.join(artifacts.ARTIFACT_NAMES)} in it",
+                f"export it first: python export/to_savedmodel.py {path} (and export/to_onnx.py)",
+            )
         if not need_artifacts and not (run.metadata.get("task") or run.task_config.get("name")):
-            raise BenchError(f"run directory {path} names no task",
-                             "an exported artifact's metadata or a config.yaml naming the task",
-                             "pass a run directory written by arena_tf.train, or --task")
+            raise BenchError(
+                f"run directory {path} names no task",
+                "an exported artifact's metadata or a config.yaml naming the task",
+                "pass a run directory written by arena_tf.train, or --task",
+            )
         runs.append(run)
     return runs
 
 
 def submission_command(run_dir, runtime, precision, device):
     """serving.submission over one artifact of `run_dir`, online (add --offline for offline)."""
-    return [sys.executable, "-m", "serving.submission", str(run_dir), "--runtime", runtime,
-            "--precision", precision, "--device", device]
+    return [
+        sys.executable,
+        "-m",
+        "serving.submission",
+        str(run_dir),
+        "--runtime",
+        runtime,
+        "--precision",
+        precision,
+        "--device",
+        device,
+    ]
 
 
 def task_of(run):
@@ -297,11 +426,19 @@ def artifact_targets(run, runtime_names, precisions, args):
     targets = []
     for runtime in runtime_names:
         for precision in precisions:
-            target = Target(run.name, runtime, precision, task_of(run), run.task_config,
-                            run.metadata, run_dir=str(run.path))
+            target = Target(
+                run.name,
+                runtime,
+                precision,
+                task_of(run),
+                run.task_config,
+                run.metadata,
+                run_dir=str(run.path),
+            )
             try:
-                target.artifact = str(runtimes.artifact_path(run.path, runtime, precision,
-                                                             args.device))
+                target.artifact = str(
+                    runtimes.artifact_path(run.path, runtime, precision, args.device)
+                )
             except runtimes.Unsupported as error:
                 target.unsupported = str(error)
             else:
@@ -316,8 +453,9 @@ def check_task(name):
     try:
         tasks.lookup(name)
     except ValueError:
-        raise BenchError(f"--task {name!r} is unknown", f"one of {', '.join(tasks.available())}",
-                         "fix --task") from None
+        raise BenchError(
+            f"--task {name!r} is unknown", f"one of {', '.join(tasks.available())}", "fix --task"
+        ) from None
 
 
 def split_command(text, option):
@@ -325,29 +463,53 @@ def split_command(text, option):
     try:
         command = shlex.split(text)
     except ValueError as error:
-        raise BenchError(f"{option} {text!r} cannot be parsed: {error}",
-                         "a shell-style command line", "fix the quoting") from None
+        raise BenchError(
+            f"{option} {text!r} cannot be parsed: {error}",
+            "a shell-style command line",
+            "fix the quoting",
+        ) from None
     if not command:
-        raise BenchError(f"{option} is empty", "the command that starts the submission",
-                         f"pass {option} \"python my_submission.py\"")
+        raise BenchError(
+            f"{option} is empty",
+            "the command that starts the submission",
+            f'pass {option} "python my_submission.py"',
+        )
     return command
 
 
 def command_targets(runs, args):
     """The --command submission, once per run (its task's rows) or once for --task."""
     command = split_command(args.command, "--command")
-    offline = (split_command(args.offline_command, "--offline-command") if args.offline_command
-               else command + ["--offline"])
+    offline = (
+        split_command(args.offline_command, "--offline-command")
+        if args.offline_command
+        else command + ["--offline"]
+    )
     if not runs and not args.task:
-        raise BenchError("--command needs a RUN_DIR or --task to know which rows to send",
-                         "a run directory or --task NAME", "add one of them")
+        raise BenchError(
+            "--command needs a RUN_DIR or --task to know which rows to send",
+            "a run directory or --task NAME",
+            "add one of them",
+        )
     if args.task:
         check_task(args.task)
     sources = [(run.name, task_of(run), run.task_config, run.metadata) for run in runs] or [
-        (args.task, args.task, {"name": args.task}, {"task": args.task})]
-    return [Target(args.name or name, "command", "-", task, task_config, metadata,
-                   command=command, offline_command=offline, artifact=args.command)
-            for name, task, task_config, metadata in sources]
+        (args.task, args.task, {"name": args.task}, {"task": args.task})
+    ]
+    return [
+        Target(
+            args.name or name,
+            "command",
+            "-",
+            task,
+            task_config,
+            metadata,
+            command=command,
+            offline_command=offline,
+            artifact=args.command,
+        )
+        for name, task, task_config, metadata in sources
+    ]
 
 
 def all_targets(args):
@@ -355,11 +517,17 @@ def all_targets(args):
     if args.command:
         return command_targets(runs, args)
     if not runs:
-        raise BenchError("no RUN_DIR given", "one or more run directories, or --command with "
-                         "--task", "python -m serving.bench runs/<run>")
+        raise BenchError(
+            "no RUN_DIR given",
+            "one or more run directories, or --command with --task",
+            "python -m serving.bench runs/<run>",
+        )
     runtime_names = names(args.runtime, runtimes.available(), "--runtime")
-    precisions = names([cli.PRECISION_SYNONYMS.get(p, p) for p in args.precision],
-                       runtimes.PRECISIONS, "--precision")
+    precisions = names(
+        [cli.PRECISION_SYNONYMS.get(p, p) for p in args.precision],
+        runtimes.PRECISIONS,
+        "--precision",
+    )
     return [t for run in runs for t in artifact_targets(run, runtime_names, precisions, args)]
 
 
@@ -369,14 +537,17 @@ def all_targets(args):
 def load_pool(target, args, cache):
     """The rows of a target's task (cached per task and data): (pool, error)."""
     config = target.task_config
-    key = (target.task, args.data_dir or config.get("data_dir"),
-           json.dumps(config.get("params") or {}, sort_keys=True, default=str))
+    key = (
+        target.task,
+        args.data_dir or config.get("data_dir"),
+        json.dumps(config.get("params") or {}, sort_keys=True, default=str),
+    )
     if key not in cache:
         try:
             cache[key] = (instances.load(target.task, config, args.data_dir), "")
         except cli.UsageError:  # no data where the user said: refused (`run` loads before --out)
             raise
-        except Exception as error:  # recorded in every row of this model
+        except Exception as error:  # noqa: BLE001 (recorded in every row of this model)
             cache[key] = (None, f"cannot read the rows: {type(error).__name__}: {one_line(error)}")
     return cache[key]
 
@@ -399,8 +570,7 @@ class Processes:
 
     def __init__(self, target, settings, log_dir):
         self.target, self.settings = target, settings
-        self.stem = log_dir / plots.safe_name(f"{target.model}-{target.runtime}-"
-                                              f"{target.precision}")
+        self.stem = log_dir / plots.safe_name(f"{target.model}-{target.runtime}-{target.precision}")
         self.online = None
 
     def get(self, online):
@@ -430,18 +600,32 @@ class Processes:
 def base_row(target, scenario, device, pool):
     meta = target.metadata
     size = artifacts.size_on_disk(target.artifact) if target.run_dir and target.artifact else None
-    return {"model": target.model, "runtime": target.runtime, "precision": target.precision,
-            "device": device, "scenario": scenario, "status": None, "note": "",
-            "task": target.task, "mechanism": meta.get("mechanism"),
-            "instances": pool.source if pool else None, "parameters": meta.get("parameters"),
-            "size_bytes": size, "artifact": target.artifact, **machine_fields()}
+    return {
+        "model": target.model,
+        "runtime": target.runtime,
+        "precision": target.precision,
+        "device": device,
+        "scenario": scenario,
+        "status": None,
+        "note": "",
+        "task": target.task,
+        "mechanism": meta.get("mechanism"),
+        "instances": pool.source if pool else None,
+        "parameters": meta.get("parameters"),
+        "size_bytes": size,
+        "artifact": target.artifact,
+        **machine_fields(),
+    }
 
 
 def machine_fields():
     """Where and under what load a row ran: the CPU's model, its cores, the 1-minute load
     average as the row starts."""
-    return {"cpu": cpu_model(), "cores": os.cpu_count(),
-            "load_average": round(os.getloadavg()[0], 2)}
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
 
 
 def measure(target, name, pool, options, settings, process, log_dir):
@@ -451,10 +635,17 @@ def measure(target, name, pool, options, settings, process, log_dir):
     scenario = scenarios.get(name)(options)
     schedule = scenario.schedule(len(pool))
     fields = run_scenario(process, pool, scenario, schedule, settings, f"{target.label} {name}")
-    cycled = (f"cycled through the {len(pool)}-row split ({schedule.count} instances)"
-              if schedule.cycled else "")
-    return {"count": schedule.count, "batches": len(schedule.batches) if scenario.online else 1,
-            "cycled": cycled, **fields}  # the runner's count and batches win where it gives them
+    cycled = (
+        f"cycled through the {len(pool)}-row split ({schedule.count} instances)"
+        if schedule.cycled
+        else ""
+    )
+    return {
+        "count": schedule.count,
+        "batches": len(schedule.batches) if scenario.online else 1,
+        "cycled": cycled,
+        **fields,
+    }  # the runner's count and batches win where it gives them
 
 
 def is_online(name):
@@ -470,12 +661,16 @@ def side_fields(events, first_of_row, timed):
     events = events[first_of_row:]
     seconds = [e.get("predict_seconds") for e in events if e.get("event") == "batch"]
     first, count = timed or (0, 0)
-    timed_seconds = seconds[first:first + count if count is not None else None] if timed else []
+    timed_seconds = seconds[first : first + count if count is not None else None] if timed else []
     offline = next((e for e in events if e.get("event") == "offline"), {})
-    return {**latency_summary(timed_seconds, "model_latency"),
-            "runtime_used": loaded.get("runtime"), "precision_used": loaded.get("precision"),
-            "providers": loaded.get("providers"), "load_seconds": loaded.get("load_seconds"),
-            "model_offline_seconds": offline.get("seconds")}
+    return {
+        **latency_summary(timed_seconds, "model_latency"),
+        "runtime_used": loaded.get("runtime"),
+        "precision_used": loaded.get("precision"),
+        "providers": loaded.get("providers"),
+        "load_seconds": loaded.get("load_seconds"),
+        "model_offline_seconds": offline.get("seconds"),
+    }
 
 
 def peak_rss(process, events):
@@ -507,7 +702,7 @@ def execute(target, name, pool, options, settings, process, log_dir):
         return {}, status, [str(error) + ("; killed" if error.kind == "timeout" else "")]
     except InvalidOutputs as error:  # answered, but not with labels of the task: no timings
         return {}, "invalid", [str(error)]
-    except Exception as error:  # a bad answer or a bench-side failure: this row only
+    except Exception as error:  # noqa: BLE001 (a bad answer or a bench-side failure: this row only)
         process.kill()
         return {}, "failed", [f"{type(error).__name__}: {error}"]
 
@@ -516,23 +711,36 @@ def run_row(target, name, pool, pool_error, options, settings, processes):
     """One row: run the scenario on the target's process, collect every metric."""
     row = base_row(target, name, settings.device, pool)
     if target.unsupported or pool_error:
-        return {**row, "status": "unsupported" if target.unsupported else "failed",
-                "note": target.unsupported or pool_error}
+        return {
+            **row,
+            "status": "unsupported" if target.unsupported else "failed",
+            "note": target.unsupported or pool_error,
+        }
     try:
         process = processes.get(is_online(name))
     except ModelError as error:
         return {**row, "status": "failed", "note": str(error)}
     before = len(process.events())
-    fields, status, reasons = execute(target, name, pool, options, settings, process,
-                                      processes.stem.parent / plots.safe_name(
-                                          f"{target.model}-{target.runtime}-"
-                                          f"{target.precision}-{name}"))
+    fields, status, reasons = execute(
+        target,
+        name,
+        pool,
+        options,
+        settings,
+        process,
+        processes.stem.parent
+        / plots.safe_name(f"{target.model}-{target.runtime}-{target.precision}-{name}"),
+    )
     events = process.events()
     row.update({k: v for k, v in fields.items() if k not in NOTE_FIELDS and k[0] != "_"})
     row.update(side_fields(events, before, fields.get("_timed_batches")))
     notes = [*reasons, *(fields.get(k) for k in NOTE_FIELDS)]
-    row.update(status=status, note="; ".join(n for n in notes if n),
-               peak_rss_bytes=peak_rss(process, events), log=str(process.log_path))
+    row.update(
+        status=status,
+        note="; ".join(n for n in notes if n),
+        peak_rss_bytes=peak_rss(process, events),
+        log=str(process.log_path),
+    )
     memory = row.get("peak_gpu_bytes") or row["peak_rss_bytes"]
     row["fitness"] = fitness(row.get("accuracy"), row.get("throughput"), memory)
     if settings.bare_loop and name == "single_stream" and status == "ok" and target.run_dir:
@@ -549,22 +757,45 @@ def compare_with_bare_loop(row, target, pool, options, settings, stem):
     rows, summary = stem.with_suffix(".bare.in.jsonl"), stem.with_suffix(".bare.json")
     log = stem.with_suffix(".bare.log")
     rows.write_bytes(b"".join(pool.fragments[i] + b"\n" for i in schedule.indices))
-    command = [sys.executable, "-m", "serving.bare_loop", target.run_dir, "--runtime",
-               target.runtime, "--precision", target.precision, "--device", settings.device,
-               "--rows", str(rows), "--out", str(summary)]
+    command = [
+        sys.executable,
+        "-m",
+        "serving.bare_loop",
+        target.run_dir,
+        "--runtime",
+        target.runtime,
+        "--precision",
+        target.precision,
+        "--device",
+        settings.device,
+        "--rows",
+        str(rows),
+        "--out",
+        str(summary),
+    ]
     with open(log, "wb") as log_file:
         try:
-            subprocess.run(command, env=child_env(settings.device), stdout=log_file,
-                           stderr=log_file, timeout=settings.startup_timeout, check=True)
+            subprocess.run(
+                command,
+                env=child_env(settings.device),
+                stdout=log_file,
+                stderr=log_file,
+                timeout=settings.startup_timeout,
+                check=True,
+            )
         except (subprocess.SubprocessError, OSError) as error:
             return {"note": f"the bare loop failed ({error}); see {log}"}
         finally:
             rows.unlink(missing_ok=True)
     fields = read_json(summary)
     bare = fields.get("bare_loop_latency_mean_ms")
-    ratios = {f"{kind}_over_bare_loop": row[key] / bare if bare and row.get(key) else None
-              for kind, key in (("end_to_end", "request_latency_mean_ms"),
-                                ("in_model", "model_latency_mean_ms"))}
+    ratios = {
+        f"{kind}_over_bare_loop": row[key] / bare if bare and row.get(key) else None
+        for kind, key in (
+            ("end_to_end", "request_latency_mean_ms"),
+            ("in_model", "model_latency_mean_ms"),
+        )
+    }
     return {**fields, **ratios}
 
 
@@ -576,13 +807,18 @@ def read_json(path):
 
 
 def exit_words(ended):
-    return ("did not exit and was killed" if ended["killed"]
-            else f"exited with code {ended['returncode']}")
+    return (
+        "did not exit and was killed"
+        if ended["killed"]
+        else f"exited with code {ended['returncode']}"
+    )
 
 
 def summary_line(index, total, row):
-    parts = [f"[{index}/{total}] {row['model']} {row['runtime']}/{row['precision']} "
-             f"{row['scenario']}: {row['status']}"]
+    parts = [
+        f"[{index}/{total}] {row['model']} {row['runtime']}/{row['precision']} "
+        f"{row['scenario']}: {row['status']}"
+    ]
     if row.get("throughput") is not None:
         parts.append(f"{row['throughput']:.1f} inst/s")
     if row.get("request_latency_p99_ms") is not None:
@@ -600,33 +836,41 @@ def one_line(text, limit=200):
 def nothing_to_run(targets):
     """NothingMeasured when no target can run here (known before any process starts or anything
     is written)."""
-    reasons = list(dict.fromkeys(f"{t.runtime}/{t.precision}: {one_line(t.unsupported, 120)}"
-                                 for t in targets))
+    reasons = list(
+        dict.fromkeys(f"{t.runtime}/{t.precision}: {one_line(t.unsupported, 120)}" for t in targets)
+    )
     more = f" and {len(reasons) - 3} more" if len(reasons) > 3 else ""
     return NothingMeasured(
         f"nothing to measure: every one of the {len(targets)} runtime/precision combinations is "
         f"unsupported here ({' | '.join(reasons[:3])}{more})",
         "at least one combination this machine can run",
         f"pick others with --runtime ({', '.join(runtimes.available())}) and --precision "
-        f"({', '.join(runtimes.PRECISIONS)}), or export the missing artifacts")
+        f"({', '.join(runtimes.PRECISIONS)}), or export the missing artifacts",
+    )
 
 
 def outcome(rows, out):
     """None when something was measured and no row failed; the RunError to raise otherwise."""
-    count = {status: sum(r["status"] == status for r in rows)
-             for status in results_dir.STATUSES}
+    count = {status: sum(r["status"] == status for r in rows) for status in results_dir.STATUSES}
     tally = ", ".join(f"{n} {status}" for status, n in count.items() if n and status != "ok")
     first = next((r for r in rows if r["status"] in ("failed", "invalid")), rows[0])
-    example = (f"{first['model']} {first['runtime']}/{first['precision']} {first['scenario']}: "
-               f"{one_line(first['note'])}")
+    example = (
+        f"{first['model']} {first['runtime']}/{first['precision']} {first['scenario']}: "
+        f"{one_line(first['note'])}"
+    )
     where = f"see {out}/results.md and the model logs in {out}/logs"
     if not count["ok"]:
-        return NothingMeasured(f"nothing was measured: {tally} of {len(rows)} rows (first: "
-                               f"{example})", "at least one row that runs with valid outputs",
-                               where)
+        return NothingMeasured(
+            f"nothing was measured: {tally} of {len(rows)} rows (first: {example})",
+            "at least one row that runs with valid outputs",
+            where,
+        )
     if count["failed"] or count["invalid"]:
-        return cli.RunError(f"{tally} of {len(rows)} rows (first: {example})",
-                            "every row to run with valid outputs or be unsupported", where)
+        return cli.RunError(
+            f"{tally} of {len(rows)} rows (first: {example})",
+            "every row to run with valid outputs or be unsupported",
+            where,
+        )
     return None
 
 
@@ -639,8 +883,11 @@ def run_target(target, chosen, pools, args, options, settings, out, rows, total,
         for name in chosen:
             rows.append(run_row(target, name, pool, pool_error, options, settings, processes))
             print(summary_line(len(rows), total, rows[-1]), flush=True)
-            report.write_all([*kept, *rows], out, report.notes([*kept, *rows]) + [
-                results_dir.unfinished_note(len(rows), total)])
+            report.write_all(
+                [*kept, *rows],
+                out,
+                report.notes([*kept, *rows]) + [results_dir.unfinished_note(len(rows), total)],
+            )
     finally:
         processes.close()
 
@@ -658,8 +905,11 @@ def run(args):
             load_pool(target, args, pools)
     out = out_dir(args, targets)
     with results_dir.claim(out, args.existing) as kept:  # one bench per --out (locked)
-        report.check_numbers(kept, out / results_dir.RESULTS,  # before measuring, not after
-                             "fix or delete that row, or pass --overwrite")
+        report.check_numbers(
+            kept,
+            out / results_dir.RESULTS,  # before measuring, not after
+            "fix or delete that row, or pass --overwrite",
+        )
         return bench_into(args, chosen, options, targets, out, list(kept), pools)
 
 
@@ -670,14 +920,29 @@ def bench_into(args, chosen, options, targets, out, kept, pools):
     results_dir.started(out, len(kept))
     work_dir = (out / "work").resolve()  # serving.submission's --offline-dir: offline files only
     work_dir.mkdir(exist_ok=True)
-    settings = Settings(device=args.device, timeout=args.timeout,
-                        startup_timeout=args.startup_timeout, work_dir=work_dir,
-                        progress=not args.quiet, bare_loop=args.bare_loop)
+    settings = Settings(
+        device=args.device,
+        timeout=args.timeout,
+        startup_timeout=args.startup_timeout,
+        work_dir=work_dir,
+        progress=not args.quiet,
+        bare_loop=args.bare_loop,
+    )
     rows = []
     try:
         for target in targets:
-            run_target(target, chosen, pools, args, options, settings, out, rows,
-                       len(targets) * len(chosen), kept)
+            run_target(
+                target,
+                chosen,
+                pools,
+                args,
+                options,
+                settings,
+                out,
+                rows,
+                len(targets) * len(chosen),
+                kept,
+            )
     finally:
         try:
             work_dir.rmdir()  # empty after every row; kept (for a look) if a file was left

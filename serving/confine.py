@@ -21,18 +21,24 @@ def inside(path, root, what="path"):
     """`path` resolved (symlinks followed, relative to the current directory), if it lies inside
     directory `root`; OutsideDirectory otherwise. `root` None allows nothing."""
     if root is None:
-        raise OutsideDirectory(f"{what} {str(path)[:200]!r} refused: this model process allows no "
-                               "file access; expected it started with --offline-dir DIR naming "
-                               "where offline files may be read and written")
+        raise OutsideDirectory(
+            f"{what} {str(path)[:200]!r} refused: this model process allows no "
+            "file access; expected it started with --offline-dir DIR naming "
+            "where offline files may be read and written"
+        )
     base = pathlib.Path(root).resolve()
     try:
         resolved = pathlib.Path(os.fsdecode(path)).resolve()
     except (TypeError, ValueError, OSError) as error:
-        raise OutsideDirectory(f"{what} {str(path)[:200]!r} is not a usable path ({error}); "
-                               f"expected a file inside {base}") from None
+        raise OutsideDirectory(
+            f"{what} {str(path)[:200]!r} is not a usable path ({error}); "
+            f"expected a file inside {base}"
+        ) from None
     if resolved == base or not resolved.is_relative_to(base):
-        raise OutsideDirectory(f"{what} {str(path)[:200]!r} is outside the offline directory "
-                               f"{base}; expected a file inside it (--offline-dir)")
+        raise OutsideDirectory(
+            f"{what} {str(path)[:200]!r} is outside the offline directory "
+            f"{base}; expected a file inside it (--offline-dir)"
+        )
     return resolved
 
 
@@ -43,6 +49,8 @@ def open_output(path):
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as error:
-        raise OutsideDirectory(f"output_file {str(path)[:200]!r} cannot be written safely "
-                               f"({error.strerror}); expected a plain file path") from None
+        raise OutsideDirectory(
+            f"output_file {str(path)[:200]!r} cannot be written safely "
+            f"({error.strerror}); expected a plain file path"
+        ) from None
     return os.fdopen(fd, "w")

@@ -73,5 +73,7 @@ def estimate_fields(latencies_seconds, prefix):
     """{prefix_p90_early_ms, prefix_p99_early_ms}: the estimates in milliseconds (None: too few)."""
     latencies = [] if latencies_seconds is None else latencies_seconds
     estimates = {p: percentile_estimate(latencies, p) for p in PERCENTILES}
-    return {f"{prefix}_p{round(p * 100)}_early_ms": None if value is None else value * 1e3
-            for p, value in estimates.items()}
+    return {
+        f"{prefix}_p{round(p * 100)}_early_ms": None if value is None else value * 1e3
+        for p, value in estimates.items()
+    }

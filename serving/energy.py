@@ -48,7 +48,9 @@ class Rapl:
             self.ranges = [int((z / "max_energy_range_uj").read_text()) for z in self.zones]
             self.read()
         except OSError as error:
-            raise Unavailable(f"RAPL: counters not readable ({error.strerror}; needs root)") from None
+            raise Unavailable(
+                f"RAPL: counters not readable ({error.strerror}; needs root)"
+            ) from None
 
     def read(self):
         return [int((z / "energy_uj").read_text()) for z in self.zones]
@@ -95,8 +97,9 @@ class Codecarbon:
         logging.getLogger("codecarbon").setLevel(logging.ERROR)
         # Built here, not in start(): its first construction takes seconds. The country only
         # matters for emissions; only the energy is read.
-        self.tracker = OfflineEmissionsTracker(country_iso_code="USA", save_to_file=False,
-                                               log_level="error", tracking_mode="machine")
+        self.tracker = OfflineEmissionsTracker(
+            country_iso_code="USA", save_to_file=False, log_level="error", tracking_mode="machine"
+        )
 
     def start(self):
         self.tracker.start()
@@ -121,7 +124,9 @@ class EnergyMeter:
     """One measurement window over the best sources available for `device`."""
 
     def __init__(self, device="cpu", measured=None, estimators=(Codecarbon,)):
-        measured = measured if measured is not None else ((Nvml, Rapl) if device == "gpu" else (Rapl,))
+        measured = (
+            measured if measured is not None else ((Nvml, Rapl) if device == "gpu" else (Rapl,))
+        )
         self.sources, self.reasons = open_sources(measured)
         if not self.sources:
             self.sources, more = open_sources(estimators)

@@ -1,7 +1,7 @@
 """NVIDIA GPUs through NVML (pynvml, optional): presence, energy counters, peak memory of a process.
 
-    ok, reason = gpu.available()          # (False, 'pynvml is not installed ...') on this machine
-    sampler = gpu.MemorySampler(pid).start(); ...; peak_bytes, note = sampler.stop()
+ok, reason = gpu.available()          # (False, 'pynvml is not installed ...') on this machine
+sampler = gpu.MemorySampler(pid).start(); ...; peak_bytes, note = sampler.stop()
 """
 
 import os

@@ -35,19 +35,30 @@ class Rows:
 
     @classmethod
     def from_rows(cls, rows, labels, source):
-        return cls([json.dumps(row).encode() for row in rows], [row.get("target") for row in rows],
-                   tuple(labels), source)
+        return cls(
+            [json.dumps(row).encode() for row in rows],
+            [row.get("target") for row in rows],
+            tuple(labels),
+            source,
+        )
 
 
 def make_task(name, task_config=None, data_dir=None):
     """The task `name` reading its data where `data_dir` (else the run's config) says, with
     arguments that never download or generate data."""
     task_config = task_config or {}
-    params = {**(task_config.get("params") or {}),
-              **sources.read_only_arguments(tasks.lookup(name))}
-    return tasks.from_config(TaskConfig(
-        name=name, data_dir=data_dir or task_config.get("data_dir"),
-        max_len=task_config.get("max_len"), params=params))
+    params = {
+        **(task_config.get("params") or {}),
+        **sources.read_only_arguments(tasks.lookup(name)),
+    }
+    return tasks.from_config(
+        TaskConfig(
+            name=name,
+            data_dir=data_dir or task_config.get("data_dir"),
+            max_len=task_config.get("max_len"),
+            params=params,
+        )
+    )
 
 
 def load(name, task_config=None, data_dir=None, split=DEFAULT_SPLIT):

@@ -19,13 +19,21 @@ from serving import clock as clocks
 from serving import metrics, outputs
 from serving.runner import Window, send, warm_up
 
-SCENARIOS = {"loadgen_single_stream": "SingleStream", "loadgen_server": "Server",
-             "loadgen_offline": "Offline"}
-COUNT_OF = {"loadgen_single_stream": "single_stream", "loadgen_server": "server",
-            "loadgen_offline": "offline"}
+SCENARIOS = {
+    "loadgen_single_stream": "SingleStream",
+    "loadgen_server": "Server",
+    "loadgen_offline": "Offline",
+}
+COUNT_OF = {
+    "loadgen_single_stream": "single_stream",
+    "loadgen_server": "server",
+    "loadgen_offline": "offline",
+}
 DEFAULT_COUNTS = {"single_stream": 1000, "server": 1000, "offline": 8000}
-INSTALL_HINT = ("--loadgen needs MLPerf LoadGen, which is not installed: pip install "
-                "mlcommons-loadgen (it provides `import mlperf_loadgen`)")
+INSTALL_HINT = (
+    "--loadgen needs MLPerf LoadGen, which is not installed: pip install "
+    "mlcommons-loadgen (it provides `import mlperf_loadgen`)"
+)
 
 
 class LoadgenMissing(ImportError):
@@ -44,8 +52,8 @@ def require():
 class Batcher(threading.Thread):
     """Takes LoadGen samples from a queue, sends them in batches of at most `max_batch` (waiting at
     most `max_wait` s on `clock` for a batch to fill) and completes them. Answers are checked
-    against the task's label strings (serving/outputs.py). A model failure or invalid answer is kept in
-    `error` and later samples are completed unanswered, so LoadGen never waits forever. (LoadGen
+    against the task's label strings (serving/outputs.py). A model failure or invalid answer is kept
+    in `error` and later samples are completed unanswered, so LoadGen never waits forever. (LoadGen
     issues queries on the real clock; the wait for more samples blocks on the queue for what the
     clock says is left.)"""
 
@@ -65,10 +73,11 @@ class Batcher(threading.Thread):
             batch = [first] + self.fill(self.clock.now() + self.max_wait)
             if self.error is None:
                 try:
-                    answer, _ = send(self.process, self.pool, [s.index for s in batch],
-                                     self.timeout, self.clock)
+                    answer, _ = send(
+                        self.process, self.pool, [s.index for s in batch], self.timeout, self.clock
+                    )
                     outputs.check(answer, self.pool.labels)
-                except Exception as error:  # kept and reported as the row's failure
+                except Exception as error:  # noqa: BLE001 (kept and reported as the row's failure)
                     self.error = error
             self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(s.id, 0, 0) for s in batch])
 
@@ -114,10 +123,10 @@ def read_results(log_dir):
     results = {}
     for line in (pathlib.Path(log_dir) / "mlperf_log_detail.txt").read_text().splitlines():
         if line.startswith(":::MLLOG"):
-            entry = json.loads(line[len(":::MLLOG"):])
+            entry = json.loads(line[len(":::MLLOG") :])
             key = entry.get("key", "")
             if key.startswith("result_"):
-                results[key[len("result_"):]] = entry["value"]
+                results[key[len("result_") :]] = entry["value"]
             elif key.startswith(EARLY_STOPPING):  # single stream's p90 (_ss) and p99 (_ms)
                 results[key] = entry["value"]
     return results
@@ -125,31 +134,68 @@ def read_results(log_dir):
 
 def row_fields(name, results):
     """Row fields from LoadGen's results: latency (ns -> ms), throughput, validity."""
-    latency = {f"request_latency_{k}_ms": results.get(v, 0) / 1e6 if v in results else None
-               for k, v in (("mean", "mean_latency_ns"), ("p50", "50.00_percentile_latency_ns"),
-                            ("p90", "90.00_percentile_latency_ns"),
-                            ("p99", "99.00_percentile_latency_ns"), ("max", "max_latency_ns"))}
-    early = {f"request_latency_{p}_early_ms": results[EARLY_STOPPING + k] / 1e6
-             if results.get(EARLY_STOPPING + k) else None for p, k in (("p90", "ss"), ("p99", "ms"))}
-    speed = next((results[k] for k in ("samples_per_second", "completed_samples_per_sec",
-                                       "qps_with_loadgen_overhead") if k in results), None)
-    return {**latency, **early, "throughput": speed, "loadgen_validity": results.get("validity"),
-            "loadgen_invalid_reason": results.get("invalid_reason") or "",
-            "server_max_rate": results.get("scheduled_samples_per_sec")
-            if name == "loadgen_server" else None}
+    latency = {
+        f"request_latency_{k}_ms": results.get(v, 0) / 1e6 if v in results else None
+        for k, v in (
+            ("mean", "mean_latency_ns"),
+            ("p50", "50.00_percentile_latency_ns"),
+            ("p90", "90.00_percentile_latency_ns"),
+            ("p99", "99.00_percentile_latency_ns"),
+            ("max", "max_latency_ns"),
+        )
+    }
+    early = {
+        f"request_latency_{p}_early_ms": results[EARLY_STOPPING + k] / 1e6
+        if results.get(EARLY_STOPPING + k)
+        else None
+        for p, k in (("p90", "ss"), ("p99", "ms"))
+    }
+    speed = next(
+        (
+            results[k]
+            for k in (
+                "samples_per_second",
+                "completed_samples_per_sec",
+                "qps_with_loadgen_overhead",
+            )
+            if k in results
+        ),
+        None,
+    )
+    return {
+        **latency,
+        **early,
+        "throughput": speed,
+        "loadgen_validity": results.get("validity"),
+        "loadgen_invalid_reason": results.get("invalid_reason") or "",
+        "server_max_rate": results.get("scheduled_samples_per_sec")
+        if name == "loadgen_server"
+        else None,
+    }
 
 
 def run(name, process, pool, options, settings, log_dir):
     """One LoadGen scenario against a started model process; the row's measured fields."""
     lg = require()
-    max_batch = {"loadgen_single_stream": 1, "loadgen_server": options.server_max_batch,
-                 "loadgen_offline": options.batch_size}[name]
+    max_batch = {
+        "loadgen_single_stream": 1,
+        "loadgen_server": options.server_max_batch,
+        "loadgen_offline": options.batch_size,
+    }[name]
     probe = list(range(min(max_batch, len(pool))))
     warm_up(process, pool, probe, settings)
-    capacity = len(probe) / max(send(process, pool, probe, settings.timeout, settings.clock)[1],
-                                1e-9)
-    batcher = Batcher(lg, process, pool, max_batch, options.server_max_wait_ms / 1e3
-                      if name == "loadgen_server" else 0.0, settings.timeout, settings.clock)
+    capacity = len(probe) / max(
+        send(process, pool, probe, settings.timeout, settings.clock)[1], 1e-9
+    )
+    batcher = Batcher(
+        lg,
+        process,
+        pool,
+        max_batch,
+        options.server_max_wait_ms / 1e3 if name == "loadgen_server" else 0.0,
+        settings.timeout,
+        settings.clock,
+    )
     batcher.start()
     sut = lg.ConstructSUT(lambda samples: [batcher.queue.put(s) for s in samples], lambda: None)
     qsl = lg.ConstructQSL(len(pool), min(len(pool), 1024), lambda s: None, lambda s: None)
@@ -159,8 +205,9 @@ def run(name, process, pool, options, settings, log_dir):
     log_settings.log_output.copy_summary_to_stdout = False
     try:
         with Window(settings.device, process.pid, settings.clock) as window:
-            lg.StartTestWithLogSettings(sut, qsl, settings_for(lg, name, options, capacity),
-                                        log_settings)
+            lg.StartTestWithLogSettings(
+                sut, qsl, settings_for(lg, name, options, capacity), log_settings
+            )
     finally:
         batcher.queue.put(None)
         batcher.join()
@@ -168,7 +215,12 @@ def run(name, process, pool, options, settings, log_dir):
         lg.DestroySUT(sut)
     if batcher.error is not None:
         raise batcher.error
-    return {**window.fields, **row_fields(name, read_results(log_dir)),
-            "server_p99_bound_ms": options.server_p99_ms if name == "loadgen_server" else None,
-            "loadgen_log": str(log_dir), "_timed_batches": (2, None),
-            "accuracy": None, **metrics.latency_summary([], "batch_latency")}
+    return {
+        **window.fields,
+        **row_fields(name, read_results(log_dir)),
+        "server_p99_bound_ms": options.server_p99_ms if name == "loadgen_server" else None,
+        "loadgen_log": str(log_dir),
+        "_timed_batches": (2, None),
+        "accuracy": None,
+        **metrics.latency_summary([], "batch_latency"),
+    }

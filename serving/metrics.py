@@ -45,8 +45,11 @@ def pentathlon(count, seconds, outputs, batches=None):
     """Pentathlon's metrics of a timed run: time (s), latency (s per batch; online only),
     throughput (instances/s) and throughput_words (output words/s, words split on whitespace)."""
     words = sum(len(output.split()) for output in outputs)
-    fields = {"time": seconds, "throughput": throughput(count, seconds),
-              "throughput_words": throughput(words, seconds)}
+    fields = {
+        "time": seconds,
+        "throughput": throughput(count, seconds),
+        "throughput_words": throughput(words, seconds),
+    }
     if batches is not None:
         fields["latency"] = seconds / batches if batches else None
     return fields

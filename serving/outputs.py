@@ -21,8 +21,14 @@ def expected(labels):
     return f"one of the task's target strings ({shown}) per row"
 
 
-JSON_TYPES = {bool: "boolean", int: "number", float: "number", list: "array", dict: "object",
-              type(None): "null"}
+JSON_TYPES = {
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
 
 
 def problem(output, labels):
@@ -40,8 +46,10 @@ def check(values, labels):
     bad = [(i, reason) for i, v in enumerate(values) for reason in [problem(v, labels)] if reason]
     if bad:
         index, reason = bad[0]
-        raise InvalidOutputs(f"{len(bad)} of {len(values)} outputs invalid (output {index}: "
-                             f"{reason}); expected {expected(sorted(labels, key=label_order))}")
+        raise InvalidOutputs(
+            f"{len(bad)} of {len(values)} outputs invalid (output {index}: "
+            f"{reason}); expected {expected(sorted(labels, key=label_order))}"
+        )
     return values
 
 

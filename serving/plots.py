@@ -89,8 +89,14 @@ def radar(path, model, named_configs, axis_scores, axis_labels, axis_values):
     for name, values in zip(named_configs, axis_scores):
         points = [v or 0.0 for v in values]
         style = styles[name]
-        axes.plot(angles + angles[:1], points + points[:1], label=name, color=style["color"],
-                  marker=style["marker"], markersize=5)
+        axes.plot(
+            angles + angles[:1],
+            points + points[:1],
+            label=name,
+            color=style["color"],
+            marker=style["marker"],
+            markersize=5,
+        )
         axes.fill(angles + angles[:1], points + points[:1], alpha=0.08, color=style["color"])
     axes.set_xticks(angles)
     axes.set_xticklabels(axis_labels, fontsize=8)
@@ -101,12 +107,14 @@ def radar(path, model, named_configs, axis_scores, axis_labels, axis_values):
     axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.05), fontsize=8, frameon=False)
     values = figure.add_axes([0.05, 0.02, 0.9, 0.24])
     values.axis("off")
-    grid = values.table(cellText=[["-" if v is None else shown(v) for v in row]
-                                  for row in axis_values],
-                        rowLabels=named_configs, colLabels=[" ".join(label.split())
-                                                            for label in axis_labels],
-                        rowColours=[styles[name]["color"] + "40" for name in named_configs],
-                        loc="center", cellLoc="right")
+    grid = values.table(
+        cellText=[["-" if v is None else shown(v) for v in row] for row in axis_values],
+        rowLabels=named_configs,
+        colLabels=[" ".join(label.split()) for label in axis_labels],
+        rowColours=[styles[name]["color"] + "40" for name in named_configs],
+        loc="center",
+        cellLoc="right",
+    )
     grid.auto_set_font_size(False)
     grid.set_fontsize(7)
     values.set_title("measured values", fontsize=9)
@@ -141,16 +149,29 @@ def write_radars(rows, out_dir):
         values = [pick(table[c], key, scenarios) for c in table]
         columns.append(scores(values, higher, log))
     per_config = dict(zip(table, zip(*columns))) if columns and table else {}
-    raw = {c: [shown_unit(key, pick(table[c], key, scenarios))
-               for _label, key, scenarios, *_ in RADAR_AXES] for c in table}
+    raw = {
+        c: [
+            shown_unit(key, pick(table[c], key, scenarios))
+            for _label, key, scenarios, *_ in RADAR_AXES
+        ]
+        for c in table
+    }
     paths = []
     for model in dict.fromkeys(c[0] for c in table):
         mine = [c for c in table if c[0] == model]
-        labels = [label if any(per_config[c][i] is not None for c in mine) else f"{label}\n(n/a)"
-                  for i, (label, *_rest) in enumerate(RADAR_AXES)]
+        labels = [
+            label if any(per_config[c][i] is not None for c in mine) else f"{label}\n(n/a)"
+            for i, (label, *_rest) in enumerate(RADAR_AXES)
+        ]
         path = pathlib.Path(out_dir) / f"radar_{safe_name(model)}.png"
-        radar(path, model, [f"{c[1]} {c[2]}" for c in mine], [per_config[c] for c in mine], labels,
-              [raw[c] for c in mine])
+        radar(
+            path,
+            model,
+            [f"{c[1]} {c[2]}" for c in mine],
+            [per_config[c] for c in mine],
+            labels,
+            [raw[c] for c in mine],
+        )
         paths.append(path)
     return paths
 
@@ -167,8 +188,10 @@ def bubble_points(rows):
     return points
 
 
-NO_BUBBLES = ("no bubble chart: no configuration has accuracy, throughput and memory (accuracy "
-              "is that of a fixed_batch row)")
+NO_BUBBLES = (
+    "no bubble chart: no configuration has accuracy, throughput and memory (accuracy "
+    "is that of a fixed_batch row)"
+)
 NO_MATPLOTLIB = "no plots: matplotlib is not installed (pip install matplotlib)"
 
 
@@ -195,10 +218,23 @@ def write_bubbles(rows, out_dir):
     area_per_mib = 1500 / largest
     styles = plot_style.series_styles([p[0] for p in points])
     for name, accuracy, speed, mib in points:
-        axes.scatter(accuracy, speed, s=area_per_mib * mib, alpha=0.35, edgecolors="black",
-                     linewidths=0.5, color=styles[name]["color"])
-        axes.scatter([], [], s=40, alpha=0.6, color=styles[name]["color"],
-                     label=f"{name}: {accuracy:.1f}%, {speed:,.0f}/s, {mib:,.0f} MiB")
+        axes.scatter(
+            accuracy,
+            speed,
+            s=area_per_mib * mib,
+            alpha=0.35,
+            edgecolors="black",
+            linewidths=0.5,
+            color=styles[name]["color"],
+        )
+        axes.scatter(
+            [],
+            [],
+            s=40,
+            alpha=0.6,
+            color=styles[name]["color"],
+            label=f"{name}: {accuracy:.1f}%, {speed:,.0f}/s, {mib:,.0f} MiB",
+        )
     axes.margins(0.2)
     plot_style.at_least(axes, "x", span=ACCURACY_SPAN, bounds=(0.0, 100.0))
     axes.set_ylim(bottom=0)
@@ -207,8 +243,13 @@ def write_bubbles(rows, out_dir):
     axes.set_title("Accuracy, speed and memory of each served configuration", fontsize=10)
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    plot_style.size_key(axes, plot_style.round_values(largest), area_per_mib, "MiB",
-                        title="disc area:\npeak memory (MiB)")
+    plot_style.size_key(
+        axes,
+        plot_style.round_values(largest),
+        area_per_mib,
+        "MiB",
+        title="disc area:\npeak memory (MiB)",
+    )
     path = pathlib.Path(out_dir) / "bubbles.png"
     save(figure, path)
     return path, ""

@@ -1,7 +1,8 @@
-"""The Efficiency Pentathlon stdio protocol (allenai/efficiency-pentathlon; docs/guide/serving-and-pentathlon.md), as one module: its fixed lines,
-and the driver's side (`ModelProcess`), which starts a submission, sends it rows and reads its
-answers with a deadline, and kills the process group of one that crashes or hangs. The submission's
-side is serving/submission.py.
+"""The Efficiency Pentathlon stdio protocol (allenai/efficiency-pentathlon;
+docs/guide/serving-and-pentathlon.md), as one module: its fixed lines, and the driver's side
+(`ModelProcess`), which starts a submission, sends it rows and reads its answers with a deadline,
+and kills the process group of one that crashes or hangs. The submission's side is
+serving/submission.py.
 
 Online: the driver writes one line per batch, `json.dumps(rows)`: a JSON list of row objects
 (`{"input": ..., "target": ...}`, python -m arena_tf.data rows); the submission answers one line, a
@@ -14,7 +15,8 @@ are skipped ("irrelevant output").
 Offline: the driver writes the instances as JSON Lines, then one config line; the submission prints
 three fixed lines (Pentathlon's spelling) and writes `{"output": str}` JSON Lines in input order:
 
-    -> {"offline_data_path": ".../data.json", "offline_output_path": ".../outputs.json", "limit": -1}
+    -> {"offline_data_path": ".../data.json", "offline_output_path": ".../outputs.json",
+        "limit": -1}
     <- Model and data loaded. Start the timer.
     <- Offiline prediction done. Stop the timer.
     <- Offiline outputs written. Exit.
@@ -71,7 +73,7 @@ def side_events(text):
     for line in text.splitlines():
         if line.startswith(SIDE_PREFIX):
             try:
-                events.append(json.loads(line[len(SIDE_PREFIX):]))
+                events.append(json.loads(line[len(SIDE_PREFIX) :]))
             except ValueError:
                 pass
     return events
@@ -83,8 +85,9 @@ def failure(traceback_text):
     lines = [line.strip() for line in traceback_text.splitlines() if line.strip()]
     last = lines[-1] if lines else "no traceback"
     name = last.split(":", 1)[0].rsplit(".", 1)[-1]
-    return ModelError("unsupported" if name == "Unsupported" else "error",
-                      f"the submission failed: {last[:300]}")
+    return ModelError(
+        "unsupported" if name == "Unsupported" else "error", f"the submission failed: {last[:300]}"
+    )
 
 
 class LineReader:
@@ -133,11 +136,17 @@ class ModelProcess:
             self.log_start = log.tell()  # this process's side-channel lines start here
             try:
                 self.process = subprocess.Popen(
-                    self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                    env=self.env, start_new_session=True,
+                    self.command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    env=self.env,
+                    start_new_session=True,
                 )
             except OSError as error:
-                raise ModelError("exited", f"could not start {self.command[0]!r}: {error}") from None
+                raise ModelError(
+                    "exited", f"could not start {self.command[0]!r}: {error}"
+                ) from None
         self.reader = LineReader(self.process.stdout.fileno())
         return self
 
@@ -193,8 +202,11 @@ class ModelProcess:
         self.send(line)
         outputs = self.answer(timeout)
         if not isinstance(outputs, list):
-            raise ModelError("protocol", f"answered a JSON {type(outputs).__name__}; expected a "
-                                         "list of strings, one per row")
+            raise ModelError(
+                "protocol",
+                f"answered a JSON {type(outputs).__name__}; expected a "
+                "list of strings, one per row",
+            )
         if len(outputs) != count:
             raise ModelError("protocol", f"{len(outputs)} outputs for {count} rows")
         return outputs

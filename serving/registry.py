@@ -1,11 +1,11 @@
 """A small name -> class registry, filled by a decorator (runtimes, scenarios).
 
-    RUNTIMES = Registry("runtime", sort=True)
+RUNTIMES = Registry("runtime", sort=True)
 
-    @RUNTIMES.register("tf")
-    class TensorFlowRuntime: ...
+@RUNTIMES.register("tf")
+class TensorFlowRuntime: ...
 
-    RUNTIMES.get("tf"), RUNTIMES.available()
+RUNTIMES.get("tf"), RUNTIMES.available()
 """
 
 
@@ -35,6 +35,7 @@ class Registry:
 
     def get(self, name):
         if name not in self.classes:
-            raise ValueError(f"unknown {self.kind} {name!r}; expected one of "
-                             f"{', '.join(self.available())}")
+            raise ValueError(
+                f"unknown {self.kind} {name!r}; expected one of {', '.join(self.available())}"
+            )
         return self.classes[name]

@@ -32,13 +32,22 @@ TABLE = (
     ("status", "status", "{}"),
     ("accuracy", "accuracy", "{:.4f}"),
     ("throughput (inst/s)", "throughput", "{:.1f}"),
-    ("latency p50 / p99 (ms)", ("request_latency_p50_ms", "request_latency_p99_ms"),
-     "{:.2f} / {:.2f}"),
-    ("early-stopping p90 / p99 (ms)", ("request_latency_p90_early_ms",
-                                        "request_latency_p99_early_ms"), "{:.2f} / {:.2f}"),
+    (
+        "latency p50 / p99 (ms)",
+        ("request_latency_p50_ms", "request_latency_p99_ms"),
+        "{:.2f} / {:.2f}",
+    ),
+    (
+        "early-stopping p90 / p99 (ms)",
+        ("request_latency_p90_early_ms", "request_latency_p99_early_ms"),
+        "{:.2f} / {:.2f}",
+    ),
     ("in-model p50 (ms)", "model_latency_p50_ms", "{:.2f}"),
-    ("mean latency / bare loop (end to end, in-model)",
-     ("end_to_end_over_bare_loop", "in_model_over_bare_loop"), "{:.3f}, {:.3f}"),
+    (
+        "mean latency / bare loop (end to end, in-model)",
+        ("end_to_end_over_bare_loop", "in_model_over_bare_loop"),
+        "{:.3f}, {:.3f}",
+    ),
     ("server max rate (/s)", "server_max_rate", "{:.1f}"),
     ("peak RSS (MiB)", "peak_rss_mib", "{:.0f}"),
     ("peak GPU (MiB)", "peak_gpu_mib", "{:.0f}"),
@@ -83,12 +92,17 @@ def derived(row, key):
 def throughput_ratios(rows):
     """{(model, scenario): [ratio or None per RATIOS]} from the rows that ran; only pairs with at
     least one ratio."""
-    measured = {(r["model"], r["scenario"], r["runtime"], r["precision"]): r["throughput"]
-                for r in rows if r.get("status") == "ok" and r.get("throughput")}
+    measured = {
+        (r["model"], r["scenario"], r["runtime"], r["precision"]): r["throughput"]
+        for r in rows
+        if r.get("status") == "ok" and r.get("throughput")
+    }
     ratios = {}
     for model, scenario in dict.fromkeys((m, s) for m, s, _, _ in measured):
-        values = [_ratio(measured.get((model, scenario, *top)),
-                         measured.get((model, scenario, *bottom))) for _, top, bottom in RATIOS]
+        values = [
+            _ratio(measured.get((model, scenario, *top)), measured.get((model, scenario, *bottom)))
+            for _, top, bottom in RATIOS
+        ]
         if any(value is not None for value in values):
             ratios[(model, scenario)] = values
     return ratios
@@ -108,10 +122,16 @@ def ratio_lines(rows):
     ratios = throughput_ratios(rows)
     if not ratios:
         return []
-    body = [[model, scenario, *("-" if v is None else f"{v:.2f}x" for v in values)]
-            for (model, scenario), values in [*ratios.items(), *mean_ratios(ratios)]]
-    return ["", "Throughput ratios (instances per second; above 1: the first is faster):", "",
-            table(["model", "scenario", *(h for h, _, _ in RATIOS)], body)]
+    body = [
+        [model, scenario, *("-" if v is None else f"{v:.2f}x" for v in values)]
+        for (model, scenario), values in [*ratios.items(), *mean_ratios(ratios)]
+    ]
+    return [
+        "",
+        "Throughput ratios (instances per second; above 1: the first is faster):",
+        "",
+        table(["model", "scenario", *(h for h, _, _ in RATIOS)], body),
+    ]
 
 
 def mean_ratios(ratios):
@@ -120,15 +140,24 @@ def mean_ratios(ratios):
     if len({model for model, _ in ratios}) < 2:
         return []
     scenarios = dict.fromkeys(scenario for _, scenario in ratios)
-    return [(("all models", s), [geometric_mean([v[i] for (_, t), v in ratios.items() if t == s])
-                                 for i in range(len(RATIOS))]) for s in scenarios]
+    return [
+        (
+            ("all models", s),
+            [
+                geometric_mean([v[i] for (_, t), v in ratios.items() if t == s])
+                for i in range(len(RATIOS))
+            ],
+        )
+        for s in scenarios
+    ]
 
 
 def markdown(rows, notes=()):
     """A Markdown table of the rows' headline fields, the throughput ratios between runtimes and
     precisions, then one bullet per note."""
-    lines = [table([h for h, _, _ in TABLE],
-                   [[cell(row, k, f) for _, k, f in TABLE] for row in rows])]
+    lines = [
+        table([h for h, _, _ in TABLE], [[cell(row, k, f) for _, k, f in TABLE] for row in rows])
+    ]
     lines += ratio_lines(rows)
     lines += [""] + [f"- {note}" for note in notes]
     return "\n".join(lines).rstrip() + "\n"
@@ -137,8 +166,9 @@ def markdown(rows, notes=()):
 def notes(rows):
     """The bullets under the table, from the rows alone: each model's instances, the energy
     source, the machine and its load, the device and what the latencies mean."""
-    sources = dict.fromkeys(f"instances of {r['model']}: {r['instances']}" for r in rows
-                            if r.get("instances"))
+    sources = dict.fromkeys(
+        f"instances of {r['model']}: {r['instances']}" for r in rows if r.get("instances")
+    )
     energy = dict.fromkeys(energy_note(r) for r in rows if "energy_source" in r)
     return [*sources, *energy, *machine_notes(rows), *device_notes(rows)]
 
@@ -160,8 +190,11 @@ def machine_notes(rows):
     for cpu in dict.fromkeys(r["cpu"] for r in rows if r.get("cpu")):
         mine = [r for r in rows if r.get("cpu") == cpu]
         loads = [r["load_average"] for r in mine if r.get("load_average") is not None]
-        load = (f"; 1-minute load average {min(loads):.2f} to {max(loads):.2f} as its rows "
-                "started" if loads else "")
+        load = (
+            f"; 1-minute load average {min(loads):.2f} to {max(loads):.2f} as its rows started"
+            if loads
+            else ""
+        )
         lines.append(f"machine: {cpu}, {mine[0].get('cores')} cores{load} ({len(mine)} rows)")
     return lines
 
@@ -170,11 +203,13 @@ def device_notes(rows):
     devices = ", ".join(dict.fromkeys(str(r.get("device")) for r in rows if r.get("device")))
     if not devices:
         return []
-    return [f"device: {devices}; latency is end to end across Pentathlon's stdio protocol; "
-            "in-model latency is what the submission reports on its side channel "
-            "(serving.submission: each model call, tokenizing excluded); time, latency (s per "
-            "batch), throughput (instances/s) and throughput_words (output words/s) are "
-            "Pentathlon's metrics"]
+    return [
+        f"device: {devices}; latency is end to end across Pentathlon's stdio protocol; "
+        "in-model latency is what the submission reports on its side channel "
+        "(serving.submission: each model call, tokenizing excluded); time, latency (s per "
+        "batch), throughput (instances/s) and throughput_words (output words/s) are "
+        "Pentathlon's metrics"
+    ]
 
 
 SUMMARY_SECTION = "serving-summary"  # the markers of the summary in the serving guide (make docs)
@@ -187,29 +222,53 @@ def summary(rows):
     configs = {}
     for row in rows:
         configs.setdefault((row["model"], row["runtime"], row["precision"]), {})[
-            row["scenario"]] = row
-    body = [summary_cells(key, by_scenario) for key, by_scenario in configs.items()
-            if any(r.get("status") == "ok" for r in by_scenario.values())]
-    header = ["model", "runtime", "precision", "fixed_batch accuracy", "fixed_batch (inst/s)",
-              "offline (inst/s)", "single_stream p50 end to end / in-model (ms)",
-              "server max rate (/s)", "peak RSS (MiB)"]
+            row["scenario"]
+        ] = row
+    body = [
+        summary_cells(key, by_scenario)
+        for key, by_scenario in configs.items()
+        if any(r.get("status") == "ok" for r in by_scenario.values())
+    ]
+    header = [
+        "model",
+        "runtime",
+        "precision",
+        "fixed_batch accuracy",
+        "fixed_batch (inst/s)",
+        "offline (inst/s)",
+        "single_stream p50 end to end / in-model (ms)",
+        "server max rate (/s)",
+        "peak RSS (MiB)",
+    ]
     lines = [table(header, body), *ratio_lines(rows), ""]
-    lines += [f"- {note}" for note in [*accuracy_notes(rows), *p50_ratios(rows),
-                                        *not_run_notes(rows), *machine_notes(rows)]]
+    lines += [
+        f"- {note}"
+        for note in [
+            *accuracy_notes(rows),
+            *p50_ratios(rows),
+            *not_run_notes(rows),
+            *machine_notes(rows),
+        ]
+    ]
     return "\n".join(lines).rstrip()
 
 
 def p50_ratios(rows, top="xla", bottom="onnxruntime"):
     """Per model, `top`'s single-stream p50 over `bottom`'s in FP32, end to end and in-model."""
-    p50 = {(r["model"], r["runtime"]): r for r in rows if r.get("status") == "ok"
-           and r["scenario"] == "single_stream" and r["precision"] == "fp32"}
+    p50 = {
+        (r["model"], r["runtime"]): r
+        for r in rows
+        if r.get("status") == "ok" and r["scenario"] == "single_stream" and r["precision"] == "fp32"
+    }
     lines = []
     for model in dict.fromkeys(m for m, _ in p50):
         a, b = p50.get((model, top)) or {}, p50.get((model, bottom)) or {}
-        ratios = [_ratio(a.get(k), b.get(k)) for k in ("request_latency_p50_ms",
-                                                        "model_latency_p50_ms")]
-        words = " and ".join(f"{v:.2f}x {where}" for v, where in
-                             zip(ratios, ("end to end", "in-model")) if v)
+        ratios = [
+            _ratio(a.get(k), b.get(k)) for k in ("request_latency_p50_ms", "model_latency_p50_ms")
+        ]
+        words = " and ".join(
+            f"{v:.2f}x {where}" for v, where in zip(ratios, ("end to end", "in-model")) if v
+        )
         if words:  # no line where neither latency was measured
             lines.append(f"{model}: single_stream p50 of {top} over {bottom} (FP32): {words}")
     return lines
@@ -220,15 +279,21 @@ def accuracy_notes(rows):
     agree."""
     accuracy = {}
     for r in rows:
-        if (r.get("status") == "ok" and r["scenario"] == "fixed_batch" and r["precision"] == "fp32"
-                and r.get("accuracy") is not None):
+        if (
+            r.get("status") == "ok"
+            and r["scenario"] == "fixed_batch"
+            and r["precision"] == "fp32"
+            and r.get("accuracy") is not None
+        ):
             accuracy.setdefault(r["model"], {})[r["runtime"]] = f"{r['accuracy']:.4f}"
     lines = []
     for model, by_runtime in accuracy.items():
         values = set(by_runtime.values())
-        words = (f"{values.pop()} in every runtime ({', '.join(by_runtime)})"
-                 if len(values) == 1 and len(by_runtime) > 1
-                 else ", ".join(f"{runtime} {value}" for runtime, value in by_runtime.items()))
+        words = (
+            f"{values.pop()} in every runtime ({', '.join(by_runtime)})"
+            if len(values) == 1 and len(by_runtime) > 1
+            else ", ".join(f"{runtime} {value}" for runtime, value in by_runtime.items())
+        )
         lines.append(f"{model}: fixed_batch accuracy in FP32: {words}")
     return lines
 
@@ -239,26 +304,41 @@ def not_run_notes(rows):
     statuses = {}
     for r in rows:
         statuses.setdefault((r["model"], r["runtime"], r["precision"]), set()).add(r["status"])
-    missing = [f"{' '.join(config)} ({', '.join(sorted(found))})"
-               for config, found in statuses.items() if "ok" not in found]
-    return [f"no ok row (the note column of results.md says why): {'; '.join(missing)}"
-            ] if missing else []
+    missing = [
+        f"{' '.join(config)} ({', '.join(sorted(found))})"
+        for config, found in statuses.items()
+        if "ok" not in found
+    ]
+    return (
+        [f"no ok row (the note column of results.md says why): {'; '.join(missing)}"]
+        if missing
+        else []
+    )
 
 
 def summary_cells(key, by_scenario):
     """One summary line: the config, then each scenario's headline ('-' where it did not run)."""
+
     def field(scenario, name, fmt):
         return cell(by_scenario.get(scenario) or {}, name, fmt)
 
     latency = field("single_stream", "request_latency_p50_ms", "{:.2f}")
     if latency != "-":
         latency += " / " + field("single_stream", "model_latency_p50_ms", "{:.2f}")
-    memory = [r["peak_rss_bytes"] / MIB for r in by_scenario.values()
-              if r.get("status") == "ok" and r.get("peak_rss_bytes")]
-    return [*key, field("fixed_batch", "accuracy", "{:.4f}"),
-            field("fixed_batch", "throughput", "{:.1f}"), field("offline", "throughput", "{:.1f}"),
-            latency, field("server", "server_max_rate", "{:.1f}"),
-            f"{min(memory):.0f}-{max(memory):.0f}" if memory else "-"]
+    memory = [
+        r["peak_rss_bytes"] / MIB
+        for r in by_scenario.values()
+        if r.get("status") == "ok" and r.get("peak_rss_bytes")
+    ]
+    return [
+        *key,
+        field("fixed_batch", "accuracy", "{:.4f}"),
+        field("fixed_batch", "throughput", "{:.1f}"),
+        field("offline", "throughput", "{:.1f}"),
+        latency,
+        field("server", "server_max_rate", "{:.1f}"),
+        f"{min(memory):.0f}-{max(memory):.0f}" if memory else "-",
+    ]
 
 
 def json_lines(rows):
@@ -275,8 +355,9 @@ def csv_text(rows):
     writer = csv.DictWriter(out, fieldnames=columns(rows), lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v
-                         for k, v in row.items()})
+        writer.writerow(
+            {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()}
+        )
     return out.getvalue()
 
 
@@ -290,8 +371,12 @@ def write_all(rows, out_dir, notes=()):
 
 
 # The keys of the columns formatted as numbers: a row's value there is a number or missing.
-NUMERIC_KEYS = {key for _, keys, fmt in TABLE if "{:" in fmt
-                for key in (keys if isinstance(keys, tuple) else (keys,))}
+NUMERIC_KEYS = {
+    key
+    for _, keys, fmt in TABLE
+    if "{:" in fmt
+    for key in (keys if isinstance(keys, tuple) else (keys,))
+}
 
 
 def check_numbers(rows, path, fix):
@@ -300,11 +385,15 @@ def check_numbers(rows, path, fix):
     for row in rows:
         for key in sorted(NUMERIC_KEYS & row.keys()):
             value = row[key]
-            if value is not None and not (isinstance(value, (int, float))
-                                          and not isinstance(value, bool)):
+            if value is not None and not (
+                isinstance(value, (int, float)) and not isinstance(value, bool)
+            ):
                 where = "/".join(str(row[k]) for k in ("model", "runtime", "precision", "scenario"))
-                raise cli.UsageError(f"{path}: the row of {where} holds {key} {value!r}",
-                                     f"a number (or null) for {key}, as serving.bench writes", fix)
+                raise cli.UsageError(
+                    f"{path}: the row of {where} holds {key} {value!r}",
+                    f"a number (or null) for {key}, as serving.bench writes",
+                    fix,
+                )
 
 
 def read_rows(out_dir):
@@ -314,8 +403,11 @@ def read_rows(out_dir):
     fix = f"fix or delete that line of {results_dir.RESULTS}"
     rows = results_dir.read_rows(path, fix=fix)
     if not rows:  # a report of nothing would replace the one there
-        raise cli.UsageError(f"{path} holds no rows", "one JSON row a line, as serving.bench "
-                             "writes", "pass the --out directory of a bench run that measured")
+        raise cli.UsageError(
+            f"{path} holds no rows",
+            "one JSON row a line, as serving.bench writes",
+            "pass the --out directory of a bench run that measured",
+        )
     check_numbers(rows, path, fix)
     return rows
 
@@ -324,8 +416,10 @@ def regenerated(out_dir):
     """{path: text} of the results.md and results.csv that `out_dir`'s results.jsonl makes
     (plots not drawn)."""
     out_dir, rows = pathlib.Path(out_dir), read_rows(out_dir)
-    return {out_dir / "results.md": markdown(rows, notes(rows) + plots.notes(rows)),
-            out_dir / "results.csv": csv_text(rows)}
+    return {
+        out_dir / "results.md": markdown(rows, notes(rows) + plots.notes(rows)),
+        out_dir / "results.csv": csv_text(rows),
+    }
 
 
 def draw_plots(out_dir):
@@ -359,17 +453,20 @@ def main(argv=None):
         Peng et al., 2023, "Efficiency Pentathlon: A Standardized Arena for Efficiency
             Evaluation", arXiv:2307.09701; github.com/allenai/efficiency-pentathlon.
     """
-    parser = cli.ArgumentParser(prog="python -m serving.report",
-                                description=main.__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(
+        prog="python -m serving.report", description=main.__doc__.splitlines()[0]
+    )
     parser.add_argument("out_dir", metavar="DIR", help="a serving.bench --out directory")
     args = parser.parse_args(argv)
 
     def body():
         source = pathlib.Path(args.out_dir) / results_dir.RESULTS
         if not source.is_file():
-            raise cli.UsageError(f"{source} does not exist",
-                                 "a directory where serving.bench wrote results.jsonl",
-                                 "pass the --out directory of a bench run")
+            raise cli.UsageError(
+                f"{source} does not exist",
+                "a directory where serving.bench wrote results.jsonl",
+                "pass the --out directory of a bench run",
+            )
         for path in regenerate(args.out_dir):
             print(f"wrote {path}")
         return 0

@@ -28,10 +28,20 @@ STATUSES = ("ok", "unsupported", "failed", "invalid")  # how a row ended
 def add_arguments(parser):
     """--append / --overwrite, one or the other."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--append", dest="existing", action="store_const", const="append",
-                       help="--out holds an earlier run's results: keep its rows and add these")
-    group.add_argument("--overwrite", dest="existing", action="store_const", const="overwrite",
-                       help="--out holds an earlier run's results: replace them")
+    group.add_argument(
+        "--append",
+        dest="existing",
+        action="store_const",
+        const="append",
+        help="--out holds an earlier run's results: keep its rows and add these",
+    )
+    group.add_argument(
+        "--overwrite",
+        dest="existing",
+        action="store_const",
+        const="overwrite",
+        help="--out holds an earlier run's results: replace them",
+    )
 
 
 OVERWRITE_FIX = "pass --overwrite to replace it, or another --out"
@@ -50,16 +60,24 @@ def read_rows(path, fix=OVERWRITE_FIX):
         if row is None:
             continue
         if not isinstance(row, dict) or not {*KEY_FIELDS, "status"} <= row.keys():
-            raise cli.UsageError(f"{path}:{number} is not a row of serving.bench ({line[:60]!r})",
-                                 "the results.jsonl an earlier serving.bench wrote",
-                                 fix)
+            raise cli.UsageError(
+                f"{path}:{number} is not a row of serving.bench ({line[:60]!r})",
+                "the results.jsonl an earlier serving.bench wrote",
+                fix,
+            )
         for key in KEY_FIELDS:
             if not isinstance(row[key], str):
-                raise cli.UsageError(f"{path}:{number} holds {key} {str(row[key])[:40]!r}",
-                                     f"a name (a string) for {key}, as serving.bench writes", fix)
+                raise cli.UsageError(
+                    f"{path}:{number} holds {key} {str(row[key])[:40]!r}",
+                    f"a name (a string) for {key}, as serving.bench writes",
+                    fix,
+                )
         if row["status"] not in STATUSES:
-            raise cli.UsageError(f"{path}:{number} holds status {str(row['status'])[:40]!r}",
-                                 f"one of {', '.join(STATUSES)}", fix)
+            raise cli.UsageError(
+                f"{path}:{number} holds status {str(row['status'])[:40]!r}",
+                f"one of {', '.join(STATUSES)}",
+                fix,
+            )
         rows.append(row)
     return rows
 
@@ -72,19 +90,24 @@ def claim(out, existing=None, say=print):
     unfinished run's are replaced, `say` telling so)."""
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
+
     def busy(who):
-        return cli.UsageError(f"--out {out} is in use by another serving.bench ({who})",
-                              "one bench per output directory at a time",
-                              f"wait for {who} to finish, or pass another --out")
+        return cli.UsageError(
+            f"--out {out} is in use by another serving.bench ({who})",
+            "one bench per output directory at a time",
+            f"wait for {who} to finish, or pass another --out",
+        )
 
     with FileLock(out / LOCK_NAME, busy=busy):
         results = out / RESULTS
         if results.exists() and existing is None and (out / UNFINISHED).exists():
             rows = read_rows(results)
-            before = rows[:earlier_rows(out)]  # an --append run's: not the unfinished run's
+            before = rows[: earlier_rows(out)]  # an --append run's: not the unfinished run's
             count = len(rows) - len(before)
-            say(f"replacing the {count} row{'s' * (count != 1)} of an unfinished run in {out}"
-                + (f", keeping the {len(before)} before it" if before else ""))
+            say(
+                f"replacing the {count} row{'s' * (count != 1)} of an unfinished run in {out}"
+                + (f", keeping the {len(before)} before it" if before else "")
+            )
             yield before
             return
         if results.exists() and existing is None:
@@ -94,13 +117,15 @@ def claim(out, existing=None, say=print):
                 f"--out {out} holds another run's results ({RESULTS}, {rows})",
                 "an empty or new directory, or --append / --overwrite",
                 "pass --append to add these rows to them, --overwrite to replace them, or "
-                "another --out")
+                "another --out",
+            )
         yield read_rows(results) if results.exists() and existing == "append" else []
 
 
 def started(out, earlier=0):
     """Mark the run in `out` unfinished (before its first row) until `finished(out)`; `earlier`:
-    how many rows of results.jsonl are an earlier run's (kept with --append), which a rerun keeps."""
+    how many rows of results.jsonl are an earlier run's (kept with --append), which a rerun
+    keeps."""
     (pathlib.Path(out) / UNFINISHED).write_text(f"{earlier}\n")
 
 
@@ -117,5 +142,7 @@ def finished(out):
 
 def unfinished_note(done, total):
     """The results' note while a run is under way (or after it stopped)."""
-    return (f"unfinished: {done} of {total} rows, not all measured; the same command run "
-            "again replaces these rows")
+    return (
+        f"unfinished: {done} of {total} rows, not all measured; the same command run "
+        "again replaces these rows"
+    )

@@ -100,7 +100,7 @@ class Window:
         for stop in (self.meter.stop, self.sampler.stop if self.sampler else None):
             try:
                 stop and stop()
-            except Exception:  # the row's own error is the one to report
+            except Exception:  # noqa: BLE001 (the row's own error is the one to report)
                 pass
 
     def __enter__(self):
@@ -118,8 +118,15 @@ def progress_bar(settings, total, label):
     from tqdm import tqdm
 
     # On stdout (stderr is for the one error line); shown only on a terminal (disable=None).
-    return tqdm(total=total, desc=label, unit="batch", disable=None if settings.progress else True,
-                mininterval=0.5, leave=False, file=sys.stdout)
+    return tqdm(
+        total=total,
+        desc=label,
+        unit="batch",
+        disable=None if settings.progress else True,
+        mininterval=0.5,
+        leave=False,
+        file=sys.stdout,
+    )
 
 
 def send(process, pool, indices, timeout, clock=clocks.SYSTEM):
@@ -152,11 +159,14 @@ def run_online(process, pool, scenario, schedule, settings, label=""):
     outputs, batch_seconds, sent = [], [], []
     clock = settings.clock
     total = None if scenario.repeats else len(schedule.batches)
-    with progress_bar(settings, total, label) as bar, \
-            Window(settings.device, process.pid, clock) as window:
+    with (
+        progress_bar(settings, total, label) as bar,
+        Window(settings.device, process.pid, clock) as window,
+    ):
         start = clock.now()
-        for batch in passes(schedule.batches,
-                            lambda: scenario.enough(clock.now() - start, len(outputs))):
+        for batch in passes(
+            schedule.batches, lambda: scenario.enough(clock.now() - start, len(outputs))
+        ):
             answer, seconds = send(process, pool, batch, settings.timeout, clock)
             outputs += answer
             batch_seconds.append(seconds)
@@ -172,7 +182,8 @@ def run_online(process, pool, scenario, schedule, settings, label=""):
         **early_stopping.estimate_fields(request_seconds, "request_latency"),
         **metrics.latency_summary(batch_seconds, "batch_latency"),
         **repetition(scenario, schedule, len(outputs)),
-        "batches": len(sent), "_timed_batches": (1, len(sent)),  # (warm-up, timed batches)
+        "batches": len(sent),
+        "_timed_batches": (1, len(sent)),  # (warm-up, timed batches)
     }
 
 
@@ -192,9 +203,13 @@ def repetition(scenario, schedule, count):
     when MLPerf's minimums made it go round again."""
     options = scenario.options
     passes_made = count / schedule.count
-    note = (f"repeated the {schedule.count}-instance schedule to MLPerf's minimums "
-            f"({options.min_duration_s:g} s, {options.min_queries} queries): "
-            f"{passes_made:.2f} passes" if count > schedule.count else "")
+    note = (
+        f"repeated the {schedule.count}-instance schedule to MLPerf's minimums "
+        f"({options.min_duration_s:g} s, {options.min_queries} queries): "
+        f"{passes_made:.2f} passes"
+        if count > schedule.count
+        else ""
+    )
     return {"count": count, "passes": passes_made, "repeated": note}
 
 
@@ -206,8 +221,14 @@ def run_offline(process, pool, scenario, schedule, settings, label=""):
     reading its input and writing its outputs."""
     if settings.work_dir is None:
         with tempfile.TemporaryDirectory(prefix="serving-offline-") as work_dir:
-            return run_offline(process, pool, scenario, schedule,
-                               dataclasses.replace(settings, work_dir=pathlib.Path(work_dir)), label)
+            return run_offline(
+                process,
+                pool,
+                scenario,
+                schedule,
+                dataclasses.replace(settings, work_dir=pathlib.Path(work_dir)),
+                label,
+            )
     folder = pathlib.Path(settings.work_dir).resolve() / "offline"  # Pentathlon's <dir>/offline/
     folder.mkdir(parents=True, exist_ok=True)
     data, output = folder / "data.json", folder / "outputs.json"
@@ -220,14 +241,24 @@ def run_offline(process, pool, scenario, schedule, settings, label=""):
         def mark():
             times[line] = settings.clock.now()  # as read by the bench, not after the meters
             then()
+
         return mark
 
     loaded, predicted, written = OFFLINE_LINES
     try:
-        process.offline({"offline_data_path": str(data), "offline_output_path": str(output),
-                         "limit": schedule.limit}, settings.timeout, on_line={
-            loaded: at(loaded, window.begin), predicted: at(predicted, window.end),
-            written: at(written)})
+        process.offline(
+            {
+                "offline_data_path": str(data),
+                "offline_output_path": str(output),
+                "limit": schedule.limit,
+            },
+            settings.timeout,
+            on_line={
+                loaded: at(loaded, window.begin),
+                predicted: at(predicted, window.end),
+                written: at(written),
+            },
+        )
         window.stop()
         count = schedule.count if schedule.limit < 0 else min(schedule.limit, schedule.count)
         outputs = read_outputs(output, count)
@@ -254,16 +285,19 @@ def read_outputs(path, count):
         lines = pathlib.Path(path).read_text().splitlines()
         outputs = [json.loads(line)["output"] for line in lines if line.strip()]
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ModelError("protocol", f"offline output file unreadable: "
-                                     f"{type(error).__name__}: {error}") from None
+        raise ModelError(
+            "protocol", f"offline output file unreadable: {type(error).__name__}: {error}"
+        ) from None
     if len(outputs) != count:
-        raise ModelError("protocol", f"offline output file has {len(outputs)} outputs for "
-                                     f"{count} rows")
+        raise ModelError(
+            "protocol", f"offline output file has {len(outputs)} outputs for {count} rows"
+        )
     return outputs
 
 
-def serve_arrivals(process, pool, indices, arrivals, max_batch, max_wait, timeout,
-                   clock=clocks.SYSTEM):
+def serve_arrivals(
+    process, pool, indices, arrivals, max_batch, max_wait, timeout, clock=clocks.SYSTEM
+):
     """Queries arrive at `arrivals` (s from start); a dynamic batcher sends what is queued once it
     holds `max_batch` queries, its oldest query has waited `max_wait` s, or no query is left to
     come. Returns per-query latency (arrival to answer, queueing included), per-batch seconds and
@@ -325,48 +359,87 @@ def run_server(process, pool, scenario, schedule, settings, label=""):
     bound = options.server_p99_ms / 1e3
     probe = schedule.indices[:max_batch]
     warm_up(process, pool, probe, settings)
-    start_rate = options.server_start_rate or 0.5 * len(probe) / max(send(
-        process, pool, probe, settings.timeout, settings.clock)[1], 1e-9)
+    start_rate = options.server_start_rate or 0.5 * len(probe) / max(
+        send(process, pool, probe, settings.timeout, settings.clock)[1], 1e-9
+    )
     sent = [2]  # batches the worker has seen: warm-up and probe
 
     def trial(rate):
         arrivals = scenario.arrivals(rate, schedule.count)
         indices = np.resize(schedule.indices, len(arrivals))  # round again past the schedule
-        with progress_bar(settings, None, f"{label} {rate:.1f}/s") as bar, \
-                Window(settings.device, process.pid, settings.clock) as window:
+        with (
+            progress_bar(settings, None, f"{label} {rate:.1f}/s") as bar,
+            Window(settings.device, process.pid, settings.clock) as window,
+        ):
             latency, seconds, sizes, outputs = serve_arrivals(
-                process, pool, indices, arrivals, max_batch, max_wait, settings.timeout,
-                settings.clock)
+                process,
+                pool,
+                indices,
+                arrivals,
+                max_batch,
+                max_wait,
+                settings.timeout,
+                settings.clock,
+            )
             bar.update(len(seconds))
         p99 = metrics.nearest_rank(latency, 99)
         proven = early_stopping.server_passes(latency, bound)  # MLPerf: both make a valid run
-        result = {"rate": rate, "passed": p99 <= bound and proven, "p99_ms": p99 * 1e3,
-                  "early_stopping_passed": proven,
-                  "batches": len(seconds), "_timed_batches": (sent[0], len(seconds))}
+        result = {
+            "rate": rate,
+            "passed": p99 <= bound and proven,
+            "p99_ms": p99 * 1e3,
+            "early_stopping_passed": proven,
+            "batches": len(seconds),
+            "_timed_batches": (sent[0], len(seconds)),
+        }
         sent[0] += len(seconds)
-        result.update(window.fields, **accuracy_fields(pool, indices, outputs),
-                      **metrics.pentathlon(len(indices), window.seconds, outputs, len(seconds)),
-                      **metrics.latency_summary(latency, "request_latency"),
-                      **early_stopping.estimate_fields(latency, "request_latency"),
-                      **metrics.latency_summary(seconds, "batch_latency"),
-                      **repetition(scenario, schedule, len(indices)))
+        result.update(
+            window.fields,
+            **accuracy_fields(pool, indices, outputs),
+            **metrics.pentathlon(len(indices), window.seconds, outputs, len(seconds)),
+            **metrics.latency_summary(latency, "request_latency"),
+            **early_stopping.estimate_fields(latency, "request_latency"),
+            **metrics.latency_summary(seconds, "batch_latency"),
+            **repetition(scenario, schedule, len(indices)),
+        )
         return result
 
     best, trials = search_rate(trial, start_rate, options.server_trials)
-    summary = [{k: t[k] for k in ("rate", "p99_ms", "passed", "early_stopping_passed", "count")}
-               for t in trials]
-    fields = {k: v for k, v in (best or {}).items()
-              if k not in ("rate", "passed", "p99_ms", "early_stopping_passed")}
-    note = "" if best else (f"no tried rate met p99 <= {options.server_p99_ms:g} ms with LoadGen's "
-                            f"early-stopping proof; lowest "
-                            f"tried {min(t['rate'] for t in trials):.3g}/s")
-    return {**fields, "server_max_rate": best["rate"] if best else None,
-            "server_p99_bound_ms": options.server_p99_ms, "server_trials": summary,
-            "server_note": note, "_timed_batches": fields.get("_timed_batches", (0, 0))}
+    summary = [
+        {k: t[k] for k in ("rate", "p99_ms", "passed", "early_stopping_passed", "count")}
+        for t in trials
+    ]
+    fields = {
+        k: v
+        for k, v in (best or {}).items()
+        if k not in ("rate", "passed", "p99_ms", "early_stopping_passed")
+    }
+    note = (
+        ""
+        if best
+        else (
+            f"no tried rate met p99 <= {options.server_p99_ms:g} ms with LoadGen's "
+            f"early-stopping proof; lowest "
+            f"tried {min(t['rate'] for t in trials):.3g}/s"
+        )
+    )
+    return {
+        **fields,
+        "server_max_rate": best["rate"] if best else None,
+        "server_p99_bound_ms": options.server_p99_ms,
+        "server_trials": summary,
+        "server_note": note,
+        "_timed_batches": fields.get("_timed_batches", (0, 0)),
+    }
 
 
-RUNNERS = {"fixed_batch": run_online, "random_batch": run_online, "single_stream": run_online,
-           "offline": run_offline, "server": run_server}
+RUNNERS = {
+    "fixed_batch": run_online,
+    "random_batch": run_online,
+    "single_stream": run_online,
+    "offline": run_offline,
+    "server": run_server,
+}
 
 
 def run_scenario(process, pool, scenario, schedule, settings, label=""):

@@ -2,7 +2,8 @@
 
     runtime = runtimes.get("onnxruntime")(path, precision="fp32", device="cpu")
     runtime.load()                           # raises Unsupported for a combination that cannot run
-    logits = runtime.predict((tokens,))      # int32 [batch, max_len] arrays -> float32 [batch, classes]
+    logits = runtime.predict((tokens,))      # int32 [batch, max_len] arrays ->
+                                             # float32 [batch, classes]
     runtime.describe()                       # {"runtime", "precision", "device", "providers"}
 
 Each runtime names the artifact it reads for each precision (the export contract). A combination
@@ -18,7 +19,10 @@ import numpy as np
 from arena_tf import cli
 from export import metadata as export_metadata
 from export.contract import (
-    ONNX_ARTIFACTS, OPENVINO_ARTIFACTS, SAVED_MODEL_ARTIFACTS, STABLEHLO_ARTIFACTS,
+    ONNX_ARTIFACTS,
+    OPENVINO_ARTIFACTS,
+    SAVED_MODEL_ARTIFACTS,
+    STABLEHLO_ARTIFACTS,
 )
 from serving import artifacts
 from serving.registry import Registry
@@ -37,8 +41,9 @@ class Unsupported(RuntimeError):
 def add_arguments(parser, runtime_default=None):
     """--runtime (required unless `runtime_default`), --precision and --device, as the commands
     that load one artifact take them."""
-    parser.add_argument("--runtime", default=runtime_default, required=runtime_default is None,
-                        choices=available())
+    parser.add_argument(
+        "--runtime", default=runtime_default, required=runtime_default is None, choices=available()
+    )
     parser.add_argument("--precision", default="fp32", type=cli.precision, choices=PRECISIONS)
     parser.add_argument("--device", default="cpu", choices=DEVICES)
 
@@ -51,12 +56,16 @@ def artifact_path(run_dir, runtime, precision, device="cpu"):
         raise Unsupported(f"{runtime} runs on {' or '.join(cls.devices)}, not {device}")
     name = cls.artifacts.get(precision)
     if name is None:
-        raise Unsupported(f"{runtime} has no {precision} artifact in the export contract "
-                          f"(it reads {', '.join(f'{p}: {n}' for p, n in cls.artifacts.items())})")
+        raise Unsupported(
+            f"{runtime} has no {precision} artifact in the export contract "
+            f"(it reads {', '.join(f'{p}: {n}' for p, n in cls.artifacts.items())})"
+        )
     path = pathlib.Path(run_dir) / name
     if not path.exists():
-        raise Unsupported(f"{path} is missing; expected the run exported for this runtime and "
-                          f"precision; export it: python {cls.exporter} {run_dir}")
+        raise Unsupported(
+            f"{path} is missing; expected the run exported for this runtime and "
+            f"precision; export it: python {cls.exporter} {run_dir}"
+        )
     check_current(path, run_dir, cls.exporter)
     return path
 
@@ -69,9 +78,11 @@ def check_current(path, run_dir, exporter):
     recorded = artifacts.read_metadata(path).get("source_sha256")
     model = pathlib.Path(run_dir) / "model.keras"
     if recorded and model.is_file() and recorded != export_metadata.source_digest(model):
-        raise Unsupported(f"{path} was exported from an earlier {model} (the run trained on "
-                          "since); expected artifacts exported from the run's current model; "
-                          f"export it again: python {exporter} {run_dir}")
+        raise Unsupported(
+            f"{path} was exported from an earlier {model} (the run trained on "
+            "since); expected artifacts exported from the run's current model; "
+            f"export it again: python {exporter} {run_dir}"
+        )
 
 
 class Runtime:
@@ -109,8 +120,12 @@ class Runtime:
         raise NotImplementedError
 
     def describe(self):
-        return {"runtime": self.name, "precision": self.precision, "device": self.device,
-                "providers": list(self.providers)}
+        return {
+            "runtime": self.name,
+            "precision": self.precision,
+            "device": self.device,
+            "providers": list(self.providers),
+        }
 
     def input_names(self, available_names):
         """The model's input names in the order of the instances' inputs (metadata order when
@@ -125,8 +140,10 @@ class Runtime:
             return wanted
         if len(available_names) == 1:
             return next(iter(available_names))
-        raise ValueError(f"{self.path}: cannot tell the logits among outputs "
-                         f"{sorted(available_names)}; expected one named {wanted or 'logits'}")
+        raise ValueError(
+            f"{self.path}: cannot tell the logits among outputs "
+            f"{sorted(available_names)}; expected one named {wanted or 'logits'}"
+        )
 
 
 @register("tf")
@@ -142,8 +159,10 @@ class TensorFlowRuntime(Runtime):
 
         gpus = tf.config.list_physical_devices("GPU")
         if self.device == "gpu" and not gpus:
-            raise Unsupported("TensorFlow sees no GPU: tensorflow[and-cuda] (the gpu extra, "
-                              'pip install -e ".[gpu]") is missing or no GPU is visible')
+            raise Unsupported(
+                "TensorFlow sees no GPU: tensorflow[and-cuda] (the gpu extra, "
+                'pip install -e ".[gpu]") is missing or no GPU is visible'
+            )
         for gpu in gpus:  # take memory as needed, so peak GPU memory means something
             tf.config.experimental.set_memory_growth(gpu, True)
         self.function = tf.saved_model.load(str(self.path)).signatures["serving_default"]
@@ -172,14 +191,18 @@ class OnnxRuntime(Runtime):
         wanted = self.provider_of_device[self.device]
         present = ort.get_available_providers()
         if wanted not in present:
-            raise Unsupported(f"{wanted} is not in this onnxruntime build (it has "
-                              f"{', '.join(present)}); install onnxruntime-gpu (the gpu extra, "
-                              "in place of onnxruntime), see docs/guide/jax-and-gpu.md")
+            raise Unsupported(
+                f"{wanted} is not in this onnxruntime build (it has "
+                f"{', '.join(present)}); install onnxruntime-gpu (the gpu extra, "
+                "in place of onnxruntime), see docs/guide/jax-and-gpu.md"
+            )
         self.session = ort.InferenceSession(str(self.path), providers=[wanted])
         self.providers = self.session.get_providers()
         if self.providers[0] != wanted:
-            raise Unsupported(f"ONNX Runtime could not create {wanted} (the session fell back to "
-                              f"{', '.join(self.providers)}); see the worker log for the cause")
+            raise Unsupported(
+                f"ONNX Runtime could not create {wanted} (the session fell back to "
+                f"{', '.join(self.providers)}); see the worker log for the cause"
+            )
         self.inputs = self.input_names({i.name for i in self.session.get_inputs()})
         self.output = self.output_name({o.name for o in self.session.get_outputs()})
 

@@ -1,5 +1,6 @@
 """The Efficiency Pentathlon scenarios, with its names, seeds and defaults (plus an MLPerf-style
-server), as schedules of batches of pool indices (allenai/efficiency-pentathlon; docs/guide/serving-and-pentathlon.md).
+server), as schedules of batches of pool indices (allenai/efficiency-pentathlon;
+docs/guide/serving-and-pentathlon.md).
 
     fixed_batch    the whole split shuffled with random.Random(42), batches of 128
     random_batch   4,000 sampled instances; batch sizes np.random.poisson(lam=128, size=100) after
@@ -113,7 +114,7 @@ def limited(indices, limit, state):
 
 
 def chunks(indices, size):
-    return [indices[start:start + size] for start in range(0, len(indices), size)]
+    return [indices[start : start + size] for start in range(0, len(indices), size)]
 
 
 class Scenario:
@@ -129,8 +130,9 @@ class Scenario:
         """Whether a run that has lasted `seconds` and sent `queries` may stop (at once for a
         scenario that does not repeat)."""
         options = self.options
-        return not self.repeats or (seconds >= options.min_duration_s
-                                    and queries >= options.min_queries)
+        return not self.repeats or (
+            seconds >= options.min_duration_s and queries >= options.min_queries
+        )
 
     def __init__(self, options=None):
         self.options = options or ScenarioOptions()
@@ -181,7 +183,7 @@ class RandomBatch(Scenario):
             if start >= len(indices):
                 break
             if size:
-                batches.append(indices[start:start + size])
+                batches.append(indices[start : start + size])
                 start += size
         return batches
 
@@ -229,6 +231,8 @@ class Server(Scenario):
         times = np.zeros(0)
         while len(times) < count or times[-1] < self.options.min_duration_s:
             gaps = rng.exponential(1.0, self.GAP_BLOCK)
-            times = np.concatenate([times, (times[-1] if len(times) else 0.0) + np.cumsum(gaps) / rate])
+            times = np.concatenate(
+                [times, (times[-1] if len(times) else 0.0) + np.cumsum(gaps) / rate]
+            )
         late = np.flatnonzero(times >= self.options.min_duration_s)
-        return times[:max(count, late[0] + 1)]
+        return times[: max(count, late[0] + 1)]

@@ -5,12 +5,12 @@
         [--device cpu|gpu] [--offline [--offline-dir DIR]]
 
 so that `efficiency-benchmark run --task T --scenario S -- python -m serving.submission RUN_DIR`
-drives it (docs/guide/serving-and-pentathlon.md has the protocol; serving/protocol.py its fixed lines). It is
-also the serving bench's model process (python -m serving.bench RUN_DIR). The task and its settings (max_len, task
-parameters) come from RUN_DIR/config.yaml; the model is the artifact the runtime reads for the
-precision (serving/runtimes.py, the export contract). Rows are tokenized here by the task's own
-`rows_to_arrays`, exactly as training encoded them (arena_tf/tasks/base.py); a prediction is the
-argmax of the logits as the task's target string ("7" for ListOps).
+drives it (docs/guide/serving-and-pentathlon.md has the protocol; serving/protocol.py its fixed
+lines). It is also the serving bench's model process (python -m serving.bench RUN_DIR). The task and
+its settings (max_len, task parameters) come from RUN_DIR/config.yaml; the model is the artifact the
+runtime reads for the precision (serving/runtimes.py, the export contract). Rows are tokenized here
+by the task's own `rows_to_arrays`, exactly as training encoded them (arena_tf/tasks/base.py); a
+prediction is the argmax of the logits as the task's target string ("7" for ListOps).
 
 Online (default): each stdin line is a JSON list of rows (`{"input": ...}` or `{"input1": ...,
 "input2": ...}`; other fields such as "target" are ignored); each gets one stdout line, the JSON
@@ -87,17 +87,22 @@ class Submission:
         path = runtimes.artifact_path(run_dir, runtime, precision, device)
         metadata = artifacts.read_metadata(path)
         if metadata.get("max_len") not in (None, task.max_len):
-            raise cli.UsageError(f"{path} takes {metadata['max_len']} tokens per input but the task "
-                                 f"in {run_dir}/config.yaml reads {task.max_len}",
-                                 "an artifact exported from this run as it is now",
-                                 f"re-export the run: python {runtimes.get(runtime).exporter} "
-                                 f"{run_dir}")
+            raise cli.UsageError(
+                f"{path} takes {metadata['max_len']} tokens per input but the task "
+                f"in {run_dir}/config.yaml reads {task.max_len}",
+                "an artifact exported from this run as it is now",
+                f"re-export the run: python {runtimes.get(runtime).exporter} {run_dir}",
+            )
         model = runtimes.get(runtime)(path, precision, device, metadata)
         start = time.perf_counter()
         model.load()
-        side("loaded", **model.describe(), artifact=str(path),
-             artifact_precision=metadata.get("precision"),
-             load_seconds=time.perf_counter() - start)
+        side(
+            "loaded",
+            **model.describe(),
+            artifact=str(path),
+            artifact_precision=metadata.get("precision"),
+            load_seconds=time.perf_counter() - start,
+        )
         return cls(task, model)
 
     def predict(self, rows):
@@ -112,8 +117,11 @@ class Submission:
 
     def predict_all(self, rows, batch_size=OFFLINE_BATCH):
         """`predict` over `rows` in batches of `batch_size`."""
-        return [label for start in range(0, len(rows), batch_size)
-                for label in self.predict(rows[start:start + batch_size])]
+        return [
+            label
+            for start in range(0, len(rows), batch_size)
+            for label in self.predict(rows[start : start + batch_size])
+        ]
 
 
 class RequestError(cli.UsageError):
@@ -126,8 +134,9 @@ def parse_batch(line):
     """The rows of one request line; RequestError unless it is a JSON list."""
     batch = json_value(line, "a request line")
     if not isinstance(batch, list):
-        raise RequestError(f"a request is a JSON {type(batch).__name__}",
-                           "a JSON list of rows, one line per batch")
+        raise RequestError(
+            f"a request is a JSON {type(batch).__name__}", "a JSON list of rows, one line per batch"
+        )
     return batch
 
 
@@ -136,8 +145,11 @@ def json_value(text, what):
     try:
         return json.loads(text)
     except ValueError as error:
-        raise RequestError(f"{what} is not JSON ({error})", "one JSON value per line",
-                           "send lines as json.dumps writes them") from None
+        raise RequestError(
+            f"{what} is not JSON ({error})",
+            "one JSON value per line",
+            "send lines as json.dumps writes them",
+        ) from None
 
 
 def offline_request(line):
@@ -147,9 +159,11 @@ def offline_request(line):
     config = config if isinstance(config, dict) else {}
     paths, limit = [config.get(key) for key in OFFLINE_PATHS], config.get("limit", -1)
     if not all(isinstance(path, str) for path in paths) or type(limit) is not int:
-        raise RequestError(f"the offline config line is {line.strip()[:200]!r}",
-                           'a JSON object {"offline_data_path": str, "offline_output_path": str, '
-                           '"limit": int}', "send it as Pentathlon's offline driver does")
+        raise RequestError(
+            f"the offline config line is {line.strip()[:200]!r}",
+            'a JSON object {"offline_data_path": str, "offline_output_path": str, "limit": int}',
+            "send it as Pentathlon's offline driver does",
+        )
     return (*paths, limit)
 
 
@@ -167,8 +181,9 @@ def serve_offline(submission, requests, answers, offline_dir=None):
     """The offline handshake: one config line in, three fixed lines out, the outputs file (both
     paths inside `offline_dir` when one is given)."""
     *paths, limit = offline_request(requests.readline())
-    data_path, output_path = (confined(path, offline_dir, key)
-                              for path, key in zip(paths, OFFLINE_PATHS))
+    data_path, output_path = (
+        confined(path, offline_dir, key) for path, key in zip(paths, OFFLINE_PATHS)
+    )
     rows = read_rows(data_path, limit)
     say(answers, LOADED)
     start = time.perf_counter()
@@ -190,12 +205,17 @@ def read_rows(path, limit):
     all); RequestError when it cannot be read or a line is not JSON."""
     try:
         with open(path, encoding="utf-8") as lines:
-            rows = [json_value(line, f"line {number} of {path}")
-                    for number, line in enumerate(lines, 1) if line.strip()]
+            rows = [
+                json_value(line, f"line {number} of {path}")
+                for number, line in enumerate(lines, 1)
+                if line.strip()
+            ]
     except (OSError, UnicodeDecodeError) as error:
-        raise RequestError(f"offline_data_path {str(path)[:200]!r} cannot be read ({error})",
-                           "a JSON Lines file of rows, UTF-8",
-                           "check the path the driver sent") from None
+        raise RequestError(
+            f"offline_data_path {str(path)[:200]!r} cannot be read ({error})",
+            "a JSON Lines file of rows, UTF-8",
+            "check the path the driver sent",
+        ) from None
     return rows[:limit] if limit > 0 else rows
 
 
@@ -206,9 +226,11 @@ def write_outputs(path, labels):
         with atomic_writer(path) as out:
             out.writelines(json.dumps({"output": label}) + "\n" for label in labels)
     except OSError as error:
-        raise RequestError(f"offline_output_path {str(path)[:200]!r} cannot be written ({error})",
-                           "a file in a writable directory",
-                           "check the path the driver sent and the free disk space") from None
+        raise RequestError(
+            f"offline_output_path {str(path)[:200]!r} cannot be written ({error})",
+            "a file in a writable directory",
+            "check the path the driver sent and the free disk space",
+        ) from None
 
 
 def say(answers, line):
@@ -227,14 +249,20 @@ def answer_stream():
 
 
 def build_parser():
-    parser = cli.ArgumentParser(prog="python -m serving.submission",
-                                description="Serve an exported run as a Pentathlon submission.")
+    parser = cli.ArgumentParser(
+        prog="python -m serving.submission",
+        description="Serve an exported run as a Pentathlon submission.",
+    )
     parser.add_argument("run_dir", help="a run directory with config.yaml and exported artifacts")
     runtimes.add_arguments(parser, runtime_default=DEFAULT_RUNTIME)
-    parser.add_argument("--offline", action="store_true",
-                        help="the offline handshake instead of online batches")
-    parser.add_argument("--offline-dir", help="offline files only inside this directory (the "
-                        "bench passes its work directory; default: any path the driver names)")
+    parser.add_argument(
+        "--offline", action="store_true", help="the offline handshake instead of online batches"
+    )
+    parser.add_argument(
+        "--offline-dir",
+        help="offline files only inside this directory (the "
+        "bench passes its work directory; default: any path the driver names)",
+    )
     return parser
 
 
@@ -281,7 +309,7 @@ def main(argv=None):
             return 0
         report_failure(answers)  # argparse has written its own line on stderr
         return exit_status(stop)
-    except BaseException as error:  # noqa: B036 (the protocol's contract: every failure reported)
+    except BaseException as error:  # noqa: BLE001 (the protocol's contract: every failure reported)
         report_failure(answers)
         return tell_stderr(error, exit_status(error))
     finally:

@@ -1,6 +1,9 @@
 """Test settings: quiet TensorFlow, deterministic seeds, float32 policy restored after each test.
 
-Two markers for the backends (KERAS_BACKEND=tensorflow, the default, or jax):
+Markers of their own (pytest.ini lists them): `slow` for the tests that start processes or train
+for a minute or more (`pytest -m "not slow"` is the fast loop while working); `long` for the
+learning checks of half an hour, run only with `--long` (`make test-long`). Two for the backends
+(KERAS_BACKEND=tensorflow, the default, or jax):
 - `@pytest.mark.tensorflow_only("why")`: checks something only TensorFlow has (tf.function graphs,
   their ops), or duplicates what the TensorFlow job shows; skipped under any other backend, with
   the reason given.
@@ -20,10 +23,12 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 # machine code is less optimised (last bits may differ, within the tests' tolerances). Children the
 # tests start inherit it; a level already in XLA_FLAGS is kept. The TensorFlow job keeps XLA's
 # default (it gained little at level 0: see the commit that set this).
-if (os.environ.get("KERAS_BACKEND") == "jax"
-        and "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "")):
+if os.environ.get(
+    "KERAS_BACKEND"
+) == "jax" and "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = " ".join(
-        [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]).strip()
+        [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]
+    ).strip()
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
@@ -38,7 +43,21 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "float64: computes in float64 (enables x64 under JAX)")
 
 
-def pytest_collection_modifyitems(items):
+def pytest_addoption(parser):
+    parser.addoption(
+        "--long",
+        action="store_true",
+        help="also run the tests marked long (training for about half an hour)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--long"):
+        for item in items:
+            if item.get_closest_marker("long") is not None:
+                item.add_marker(
+                    pytest.mark.skip(reason="about 30 minutes: run with --long (make test-long)")
+                )
     if BACKEND == "tensorflow":
         return
     for item in items:

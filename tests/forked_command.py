@@ -38,9 +38,14 @@ class CommandServer:
 
     def __enter__(self):
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen([sys.executable, "-m", "tests.forked_command"], cwd=ROOT,
-                                        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.forked_command"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self.outputs = tempfile.TemporaryDirectory()
         return self
 
@@ -55,24 +60,39 @@ class CommandServer:
         if backend(env) != backend(os.environ):
             return new_process(arguments, cwd, env, file_size_limit, timeout)
         out = pathlib.Path(self.outputs.name)
-        request = {"arguments": [str(a) for a in arguments], "cwd": str(cwd), "env": env,
-                   "file_size_limit": file_size_limit, "timeout": timeout,
-                   "stdout": str(out / "stdout"), "stderr": str(out / "stderr")}
+        request = {
+            "arguments": [str(a) for a in arguments],
+            "cwd": str(cwd),
+            "env": env,
+            "file_size_limit": file_size_limit,
+            "timeout": timeout,
+            "stdout": str(out / "stdout"),
+            "stderr": str(out / "stderr"),
+        }
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         reply = self.process.stdout.readline()
         assert reply, f"the command server ended (status {self.process.poll()})"
         return subprocess.CompletedProcess(
-            [sys.executable, *arguments], json.loads(reply)["returncode"],
+            [sys.executable, *arguments],
+            json.loads(reply)["returncode"],
             (out / "stdout").read_text(errors="replace"),
-            (out / "stderr").read_text(errors="replace"))
+            (out / "stderr").read_text(errors="replace"),
+        )
 
 
 def new_process(arguments, cwd, env=None, file_size_limit=None, timeout=900):
     """The same in a new `python` process (subprocess.run)."""
     limit = None if file_size_limit is None else (lambda: limit_file_size(file_size_limit))
-    return subprocess.run([sys.executable, *arguments], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout, preexec_fn=limit)
+    return subprocess.run(
+        [sys.executable, *arguments],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=limit,
+    )
 
 
 def backend(env):
@@ -101,7 +121,7 @@ def run_child(request):
         runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:
         sys.argv = ["-c", *arguments]
-        exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})
+        exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102 (-c code, run as python does)
     sys.exit(0)  # the interpreter's own exit: atexit handlers, flushed streams
 
 

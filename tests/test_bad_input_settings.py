@@ -22,8 +22,11 @@ FIELDS = [(section, name) for section, ranges in declared.RANGES.items() for nam
 
 def numbers():
     """NaN, the infinities, negatives, zero, huge values, and everything between."""
-    return st.one_of(st.sampled_from(SPECIAL), st.integers(min_value=-2**64, max_value=2**64),
-                     st.floats(allow_nan=True, allow_infinity=True))
+    return st.one_of(
+        st.sampled_from(SPECIAL),
+        st.integers(min_value=-(2**64), max_value=2**64),
+        st.floats(allow_nan=True, allow_infinity=True),
+    )
 
 
 def field_type(section, name):
@@ -51,8 +54,12 @@ def assert_refused_naming(error, section, name):
 
 
 @pytest.mark.parametrize("section, name", FIELDS, ids=[f"{s}.{n}" for s, n in FIELDS])
-@settings(max_examples=60, deadline=None, database=None,  # no example database: every run draws afresh
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,  # no example database: every run draws afresh
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(value=numbers())
 def test_each_numeric_setting_is_accepted_exactly_in_its_declared_range(section, name, value):
     accepted = well_typed(section, name, value) and declared.RANGES[section][name].accepts(value)
@@ -87,13 +94,16 @@ def test_every_numeric_field_has_a_declared_range():
 
 
 def test_attention_lengths_past_the_input_are_refused_once_the_length_is_known():
-    config = load_experiment("listops", "linformer",
-                             ["model.attention_params.projected_length=300"]).model
+    config = load_experiment(
+        "listops", "linformer", ["model.attention_params.projected_length=300"]
+    ).model
     model = dataclasses.replace(config, max_len=256)
     with pytest.raises(ConfigError) as refused:
         declared.check_attention_lengths(model, ConfigError)
-    assert_one_error_line(f"error: {refused.value}\n",
-                          "model.attention_params.projected_length=300 is longer than the input")
+    assert_one_error_line(
+        f"error: {refused.value}\n",
+        "model.attention_params.projected_length=300 is longer than the input",
+    )
     declared.check_attention_lengths(dataclasses.replace(config, max_len=300), ConfigError)
 
 
@@ -102,8 +112,9 @@ def test_row_and_column_positions_are_refused_on_a_sequence_that_is_not_a_square
     pixels = dataclasses.replace(config, padding_id=None)
     with pytest.raises(ConfigError) as refused:
         declared.check_grid_positions(dataclasses.replace(pixels, max_len=2000), ConfigError)
-    assert_one_error_line(f"error: {refused.value}\n", "needs a square image, but the input has "
-                                                        "2000 positions")
+    assert_one_error_line(
+        f"error: {refused.value}\n", "needs a square image, but the input has 2000 positions"
+    )
     declared.check_grid_positions(dataclasses.replace(pixels, max_len=1024), ConfigError)
 
 
@@ -116,12 +127,16 @@ def test_row_and_column_positions_are_refused_on_tokens_that_are_not_pixels():
 
 def test_a_batch_whose_activations_overflow_32_bit_indices_is_refused_with_the_data_length():
     experiment = load_experiment("listops", "full", ["train.batch_size=65000"], preset="tiny")
-    short = dataclasses.replace(experiment, model=dataclasses.replace(experiment.model,
-                                                                      max_len=256))
+    short = dataclasses.replace(
+        experiment, model=dataclasses.replace(experiment.model, max_len=256)
+    )
     declared.check_with_the_data(short, ConfigError)  # 65,000 x 257 x 128 elements fit
-    with pytest.raises(ConfigError, match=r"train.batch_size=65000 makes activations of "
-                                          r"8,528,000,000 elements \(1025 positions x 128 wide\); "
-                                          r"expected at most 2,147,483,647"):
+    with pytest.raises(
+        ConfigError,
+        match=r"train.batch_size=65000 makes activations of "
+        r"8,528,000,000 elements \(1025 positions x 128 wide\); "
+        r"expected at most 2,147,483,647",
+    ):
         declared.check_with_the_data(experiment, ConfigError)
 
 

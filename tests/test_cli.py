@@ -7,16 +7,23 @@ import pytest
 
 from arena_tf import cli
 
-MANY_LINES = ("import sys; from arena_tf import cli; "
-              "sys.exit(cli.run_main(lambda: [print(i) for i in range(200_000)] and None))")
+MANY_LINES = (
+    "import sys; from arena_tf import cli; "
+    "sys.exit(cli.run_main(lambda: [print(i) for i in range(200_000)] and None))"
+)
 
 
+@pytest.mark.slow
 def test_output_cut_short_by_its_reader_ends_quietly():
     """`python -m arena_tf.reproduce SUITE --list | head -1`: the reader leaves after one line; the
     command stops with the shells' status for it and no traceback (200,000 lines overfill the
     pipe, so the writer is still writing when the reader closes it)."""
-    child = subprocess.Popen([sys.executable, "-c", MANY_LINES], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", MANY_LINES],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout.readline() == "0\n"
     child.stdout.close()
     assert child.wait(timeout=120) == cli.EXIT_BROKEN_PIPE
@@ -38,14 +45,18 @@ def test_a_broken_pipe_that_is_not_stdout_is_an_internal_error(capsys):
 
 def test_a_backend_arena_tf_runs_on_but_not_installed_is_one_line(capsys, monkeypatch):
     real = cli.importlib.util.find_spec
-    monkeypatch.setattr(cli.importlib.util, "find_spec",
-                        lambda name, *rest: None if name == "jax" else real(name, *rest))
+    monkeypatch.setattr(
+        cli.importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "jax" else real(name, *rest),
+    )
     with pytest.raises(SystemExit) as ended:
         cli.check_keras_backend({"KERAS_BACKEND": "jax"})
     assert ended.value.code == cli.EXIT_USAGE
     assert capsys.readouterr().err == (
         "error: KERAS_BACKEND=jax but jax is not installed; expected jax installed, or another "
-        "backend arena_tf runs on; install it: pip install -c constraints.txt -e \".[jax]\"\n")
+        'backend arena_tf runs on; install it: pip install -c constraints.txt -e ".[jax]"\n'
+    )
     cli.check_keras_backend({"KERAS_BACKEND": "tensorflow"})  # installed here: no word
 
 

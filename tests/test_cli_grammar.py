@@ -14,19 +14,31 @@ from arena_tf.preset_timing import parse_args as preset_timing_args
 
 # (module, arguments before --help): every command of the garden and each of its subcommands.
 COMMANDS = [
-    ("arena_tf.train", []), ("arena_tf.demo", []), ("arena_tf.data", []),
+    ("arena_tf.train", []),
+    ("arena_tf.demo", []),
+    ("arena_tf.data", []),
     *[("arena_tf.data", [name]) for name in ("prepare", "bench", "rows")],
-    ("arena_tf.reproduce.__main__", []), ("arena_tf.benchmark.__main__", []),
-    *[("arena_tf.benchmark.__main__", [name])
-      for name in ("layers", "pairs", "train", "xla", "precision", "gpu", "report", "profile")],
-    ("arena_tf.analysis.__main__", []), ("arena_tf.analysis.__main__", ["span"]),
+    ("arena_tf.reproduce.__main__", []),
+    ("arena_tf.benchmark.__main__", []),
+    *[
+        ("arena_tf.benchmark.__main__", [name])
+        for name in ("layers", "pairs", "train", "xla", "precision", "gpu", "report", "profile")
+    ],
+    ("arena_tf.analysis.__main__", []),
+    ("arena_tf.analysis.__main__", ["span"]),
     ("arena_tf.analysis.__main__", ["attention"]),
-    ("arena_tf.preset_timing", ["measure"]), ("arena_tf.preset_timing", ["table"]),
+    ("arena_tf.preset_timing", ["measure"]),
+    ("arena_tf.preset_timing", ["table"]),
     ("arena_tf.catalogue", []),
-    ("arena_tf.generators.listops", []), ("arena_tf.generators.pathfinder", []),
-    ("serving.bench", []), ("serving.submission", []), ("serving.bare_loop", []),
+    ("arena_tf.generators.listops", []),
+    ("arena_tf.generators.pathfinder", []),
+    ("serving.bench", []),
+    ("serving.submission", []),
+    ("serving.bare_loop", []),
     ("serving.report", []),
-    ("export.to_onnx", []), ("export.to_openvino", []), ("export.to_savedmodel", []),
+    ("export.to_onnx", []),
+    ("export.to_openvino", []),
+    ("export.to_savedmodel", []),
     ("export.to_stablehlo", []),
 ]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -45,8 +57,9 @@ def help_text(capsys, module, arguments):
     return capsys.readouterr().out
 
 
-@pytest.mark.parametrize("module, arguments", COMMANDS,
-                         ids=[" ".join([m, *a]) for m, a in COMMANDS])
+@pytest.mark.parametrize(
+    "module, arguments", COMMANDS, ids=[" ".join([m, *a]) for m, a in COMMANDS]
+)
 def test_every_help_shows_kebab_case_flags_in_one_layout(capsys, module, arguments):
     text = help_text(capsys, module, arguments)
     flags = set(FLAG.findall(text))
@@ -57,17 +70,29 @@ def test_every_help_shows_kebab_case_flags_in_one_layout(capsys, module, argumen
 
 def test_every_command_is_checked_here():
     """A new command (a module building a parser) must join COMMANDS, so its --help is checked."""
-    builders = {".".join(path.relative_to(ROOT).with_suffix("").parts)
-                for package in ("arena_tf", "export", "serving")
-                for path in (ROOT / package).rglob("*.py")
-                if BUILDS_A_PARSER.search(path.read_text())}
+    builders = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for package in ("arena_tf", "export", "serving")
+        for path in (ROOT / package).rglob("*.py")
+        if BUILDS_A_PARSER.search(path.read_text())
+    }
     assert builders - NOT_COMMANDS <= {module for module, _ in COMMANDS}
 
 
 @pytest.mark.parametrize("spelling", ["--data_dir=/d", "--data-dir=/d"])
 def test_train_takes_both_spellings_of_a_flag(spelling):
-    args = train.parse_args(["--task=image", "--model=linformer", spelling, "--run_dir", "r",
-                             "--time_limit=5", "--cpu-devices", "2"])
+    args = train.parse_args(
+        [
+            "--task=image",
+            "--model=linformer",
+            spelling,
+            "--run_dir",
+            "r",
+            "--time_limit=5",
+            "--cpu-devices",
+            "2",
+        ]
+    )
     assert (args.task, args.model, args.data_dir, args.run_dir) == ("image", "linformer", "/d", "r")
     assert (args.time_limit, args.cpu_devices) == (5, 2)
 
@@ -75,8 +100,9 @@ def test_train_takes_both_spellings_of_a_flag(spelling):
 def test_a_subcommand_takes_the_old_spelling_too():
     from arena_tf import data
 
-    args = data.build_parser().parse_args(["bench", "--task=listops", "--batch_size=4",
-                                           "--data_dir", "d"])
+    args = data.build_parser().parse_args(
+        ["bench", "--task=listops", "--batch_size=4", "--data_dir", "d"]
+    )
     assert (args.batch_size, args.data_dir) == (4, "d")
 
 
@@ -101,7 +127,9 @@ def test_lists_take_commas_or_spaces(given):
 
 def test_list_items_are_converted_and_checked_one_by_one(capsys):
     assert preset_timing_args(["measure", "--tasks", "listops", "pathx"]).tasks == [
-        "listops", "pathx"]
+        "listops",
+        "pathx",
+    ]
     parser = cli.ArgumentParser(prog="x")
     parser.add_argument("--seeds", action=cli.Items, type=int)
     assert parser.parse_args(["--seeds", "0,1", "2"]).seeds == [0, 1, 2]
@@ -110,14 +138,23 @@ def test_list_items_are_converted_and_checked_one_by_one(capsys):
     assert "invalid item 'one'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("given, short, keras", [
-    ("fp32", "fp32", "float32"), ("float32", "fp32", "float32"),
-    ("bf16", "bf16", "mixed_bfloat16"), ("mixed_bfloat16", "bf16", "mixed_bfloat16"),
-    ("fp16", "fp16", "mixed_float16"), ("mixed_float16", "fp16", "mixed_float16")])
+@pytest.mark.parametrize(
+    "given, short, keras",
+    [
+        ("fp32", "fp32", "float32"),
+        ("float32", "fp32", "float32"),
+        ("bf16", "bf16", "mixed_bfloat16"),
+        ("mixed_bfloat16", "bf16", "mixed_bfloat16"),
+        ("fp16", "fp16", "mixed_float16"),
+        ("mixed_float16", "fp16", "mixed_float16"),
+    ],
+)
 def test_one_precision_vocabulary_with_keras_synonyms(given, short, keras):
     assert cli.precision(given) == short and cli.keras_precision(given) == keras
-    assert train.parse_args(["--task=listops", "--model=full", f"--precision={given}"]
-                            ).precision == keras
+    assert (
+        train.parse_args(["--task=listops", "--model=full", f"--precision={given}"]).precision
+        == keras
+    )
 
 
 def test_export_takes_precisions_in_either_vocabulary_as_a_list():
@@ -126,7 +163,9 @@ def test_export_takes_precisions_in_either_vocabulary_as_a_list():
     parser = export_cli.parser("x", "doc")
     export_cli.add_precisions(parser, ["fp32", "bf16", "fp16"], ["fp32"], "models")
     assert parser.parse_args(["r", "--precision", "float32,mixed_float16"]).precision == [
-        "fp32", "fp16"]
+        "fp32",
+        "fp16",
+    ]
     assert parser.parse_args(["r", "--precision", "fp32", "bf16"]).precision == ["fp32", "bf16"]
 
 

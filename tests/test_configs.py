@@ -15,19 +15,38 @@ PER_MODEL_FILES = sorted((CONFIGS_DIR / "tasks").glob("*.models.yaml"))
 # pathfinder32}/<model>_base.py (and text_classification/configs/linformer_base.py).
 LRA_VALUES = {
     ("image", "full"): {"model.num_heads": 8, "model.emb_dim": 128, "model.qkv_dim": 64},
-    ("image", "local"): {"model.attention_params.block_size": 64, "model.num_heads": 2,
-                         "model.pooling": "mean"},
+    ("image", "local"): {
+        "model.attention_params.block_size": 64,
+        "model.num_heads": 2,
+        "model.pooling": "mean",
+    },
     ("image", "longformer"): {"model.num_layers": 4, "model.num_heads": 4, "model.pooling": "mean"},
-    ("image", "reformer"): {"model.num_layers": 4, "model.emb_dim": 64, "model.qkv_dim": 32,
-                            "model.mlp_dim": 64},
-    ("image", "sinkhorn"): {"model.attention_params.block_size": 64, "model.dropout": 0.1,
-                            "model.emb_dim": 32, "train.weight_decay": 0.7},
+    ("image", "reformer"): {
+        "model.num_layers": 4,
+        "model.emb_dim": 64,
+        "model.qkv_dim": 32,
+        "model.mlp_dim": 64,
+    },
+    ("image", "sinkhorn"): {
+        "model.attention_params.block_size": 64,
+        "model.dropout": 0.1,
+        "model.emb_dim": 32,
+        "train.weight_decay": 0.7,
+    },
     ("image", "bigbird"): {"model.num_heads": 4, "model.attention_params.block_size": 64},
     ("image", "performer"): {"model.num_layers": 1, "model.num_heads": 8, "model.mlp_dim": 128},
-    ("pathfinder", "full"): {"model.num_layers": 1, "model.num_heads": 4, "model.emb_dim": 128,
-                             "model.dropout": 0.2},
-    ("pathfinder", "local"): {"model.num_layers": 2, "model.num_heads": 4, "model.emb_dim": 64,
-                              "model.attention_params.block_size": 64},
+    ("pathfinder", "full"): {
+        "model.num_layers": 1,
+        "model.num_heads": 4,
+        "model.emb_dim": 128,
+        "model.dropout": 0.2,
+    },
+    ("pathfinder", "local"): {
+        "model.num_layers": 2,
+        "model.num_heads": 4,
+        "model.emb_dim": 64,
+        "model.attention_params.block_size": 64,
+    },
     ("pathfinder", "performer"): {"model.num_layers": 4, "model.num_heads": 8, "model.emb_dim": 32},
     ("pathfinder", "bigbird"): {"model.num_layers": 4, "model.num_heads": 2, "model.emb_dim": 64},
     ("pathfinder", "linear"): {"model.num_layers": 1, "model.num_heads": 2, "model.emb_dim": 128},
@@ -39,8 +58,13 @@ LRA_VALUES = {
 def derived_fields(task_name):
     """The model fields a task decides, read from its class attributes (no data is touched)."""
     task = tasks.lookup(task_name)
-    return dict(vocab_size=task.vocab_size, num_classes=task.num_classes,
-                padding_id=task.padding_id, max_len=task.max_len, two_tower=task.num_inputs == 2)
+    return dict(
+        vocab_size=task.vocab_size,
+        num_classes=task.num_classes,
+        padding_id=task.padding_id,
+        max_len=task.max_len,
+        two_tower=task.num_inputs == 2,
+    )
 
 
 def value_at(experiment, dotted):
@@ -60,8 +84,11 @@ def test_every_task_has_a_task_class():
 def test_every_task_and_model_builds_its_attention(task, model):
     config = load_experiment(task, model, derived=derived_fields(task)).model
     layer = attention_layers.get(
-        config.attention, num_heads=config.num_heads, head_dim=config.head_dim,
-        max_len=config.encoder_len, **config.attention_params,
+        config.attention,
+        num_heads=config.num_heads,
+        head_dim=config.head_dim,
+        max_len=config.encoder_len,
+        **config.attention_params,
     )
     assert layer.num_heads * layer.head_dim == config.qkv_dim
 

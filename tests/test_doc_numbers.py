@@ -18,16 +18,21 @@ from arena_tf import layers
 from arena_tf.reproduce import results, suites
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PROSE = [ROOT / "README.md", ROOT / "docs" / "guide" / "reproduction.md",
-         ROOT / "docs" / "guide" / "analysis.md", ROOT / "archive" / "README.md"]
+PROSE = [
+    ROOT / "README.md",
+    ROOT / "docs" / "guide" / "reproduction.md",
+    ROOT / "docs" / "guide" / "analysis.md",
+    ROOT / "archive" / "README.md",
+]
 DISTANCE_BASELINES = results.RESULTS.parent / "distance-baselines.txt"
 
 PERCENT = re.compile(r"(?<![\d.])(\d+\.\d+)%")
 AT_STEP = re.compile(r"(\d+\.\d+)% at (?:step )?(\d[\d,]*)")
 TEST = re.compile(r"(?<![\d.])(\d+\.\d+)% test\b")
 MINUTES = re.compile(r"(?<![\d.,])(\d[\d,]*) min\b(?! \d+ s)")  # "1 min 45 s" is a command's timing
-MECHANISM = re.compile(r"\b(" + "|".join(map(re.escape, layers.available())) + r")\b",
-                       re.IGNORECASE)  # "BigBird" and "Full attention" name rows too
+MECHANISM = re.compile(
+    r"\b(" + "|".join(map(re.escape, layers.available())) + r")\b", re.IGNORECASE
+)  # "BigBird" and "Full attention" name rows too
 PARAGRAPH = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*|]|\d+\.) )")  # a blank line, a bullet or table row
 
 
@@ -69,8 +74,11 @@ def recorded(rows, suite_files, baselines_text):
                 holds(minutes, {round(entry["train_seconds"] / 60)}, mechanism)
     for path in suite_files:
         suite = yaml.safe_load(path.read_text())
-        values |= {float(suite.get("target") or 0), *numbers(suite.get("paper") or {}),
-                   *numbers(suite.get("target_per_mechanism") or {})}
+        values |= {
+            float(suite.get("target") or 0),
+            *numbers(suite.get("paper") or {}),
+            *numbers(suite.get("target_per_mechanism") or {}),
+        }
     values |= {float(number) for number in PERCENT.findall(baselines_text)}
     return values, tests, points, minutes
 
@@ -102,18 +110,28 @@ def unrecorded(text, values, tests, points, minutes):
     """The quotes of `text` that no record holds, as readable strings."""
     problems = []
     for context, paragraph in paragraphs(text):
-        def before(match):  # the quote's paragraph up to it, after the bullets it is nested in
-            return f"{context} {paragraph[:match.start()]}"
 
-        problems += [f"{number}%" for number in PERCENT.findall(paragraph)
-                     if float(number) not in values]
-        problems += [f"{match[1]}% test" for match in TEST.finditer(paragraph)
-                     if not held(tests, float(match[1]), before(match))]
-        problems += [f"{match[1]}% at step {match[2]}" for match in AT_STEP.finditer(paragraph)
-                     if not held(points, (int(match[2].replace(",", "")), float(match[1])),
-                                 before(match))]
-        problems += [f"{match[1]} min" for match in MINUTES.finditer(paragraph)
-                     if not held(minutes, int(match[1].replace(",", "")), before(match))]
+        def before(match):  # the quote's paragraph up to it, after the bullets it is nested in
+            return f"{context} {paragraph[: match.start()]}"
+
+        problems += [
+            f"{number}%" for number in PERCENT.findall(paragraph) if float(number) not in values
+        ]
+        problems += [
+            f"{match[1]}% test"
+            for match in TEST.finditer(paragraph)
+            if not held(tests, float(match[1]), before(match))
+        ]
+        problems += [
+            f"{match[1]}% at step {match[2]}"
+            for match in AT_STEP.finditer(paragraph)
+            if not held(points, (int(match[2].replace(",", "")), float(match[1])), before(match))
+        ]
+        problems += [
+            f"{match[1]} min"
+            for match in MINUTES.finditer(paragraph)
+            if not held(minutes, int(match[1].replace(",", "")), before(match))
+        ]
     return problems
 
 
@@ -129,21 +147,42 @@ def test_the_reproduction_prose_quotes_only_recorded_numbers():
 
 
 def test_a_number_no_record_holds_is_found():
-    row = {"mechanism": "full", "test_accuracy": 0.729, "best_val_accuracy": 0.752,
-           "train_seconds": 6600, "validation_curve": [[2500, 0.689], [3000, 0.7]]}
+    row = {
+        "mechanism": "full",
+        "test_accuracy": 0.729,
+        "best_val_accuracy": 0.752,
+        "train_seconds": 6600,
+        "validation_curve": [[2500, 0.689], [3000, 0.7]],
+    }
     other = {"mechanism": "local", "test_accuracy": 0.633, "train_seconds": 2400}
     records = recorded([row, other], [], "scores 70.6% on the test split")
-    fine = ("full ended at 72.9% test (best validation 75.2%; 110 min), 68.9% at step 2,500; "
-            "70.6%; local 63.3% test (40 min)\n\n72.9% test\n- full:\n  - 72.9% test\n- local:\n"
-            "  - 63.3% test")
+    fine = (
+        "full ended at 72.9% test (best validation 75.2%; 110 min), 68.9% at step 2,500; "
+        "70.6%; local 63.3% test (40 min)\n\n72.9% test\n- full:\n  - 72.9% test\n- local:\n"
+        "  - 63.3% test"
+    )
     assert unrecorded(fine, *records) == []
-    wrong = ("full ended at 72.8% test, validation 68.9% at 3,000 and 70.0% at\nstep 2500; 111 min;"
-             " 75.2% test; 1,110 min; 63.3% test (40 min)\n- local 72.9% test, 68.9% at step "
-             "2,500 (110 min)\n- Local attention: 72.9% test\n- local:\n  - 72.9% test")
+    wrong = (
+        "full ended at 72.8% test, validation 68.9% at 3,000 and 70.0% at\nstep 2500; 111 min;"
+        " 75.2% test; 1,110 min; 63.3% test (40 min)\n- local 72.9% test, 68.9% at step "
+        "2,500 (110 min)\n- Local attention: 72.9% test\n- local:\n  - 72.9% test"
+    )
     assert unrecorded(wrong, *records) == [
-        "72.8%", "72.8% test", "75.2% test", "63.3% test", "68.9% at step 3,000",
-        "70.0% at step 2500", "111 min", "1,110 min", "40 min", "72.9% test",
-        "68.9% at step 2,500", "110 min", "72.9% test", "72.9% test"]
+        "72.8%",
+        "72.8% test",
+        "75.2% test",
+        "63.3% test",
+        "68.9% at step 3,000",
+        "70.0% at step 2500",
+        "111 min",
+        "1,110 min",
+        "40 min",
+        "72.9% test",
+        "68.9% at step 2,500",
+        "110 min",
+        "72.9% test",
+        "72.9% test",
+    ]
 
 
 def test_the_suites_and_baselines_it_reads_exist():

@@ -13,11 +13,20 @@ from arena_tf.layers.base import Attention
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 COMMANDS = [
-    "arena_tf/train.py", "arena_tf/demo.py", "arena_tf/data.py", "arena_tf/reproduce/__main__.py",
-    "arena_tf/benchmark/__main__.py", "arena_tf/analysis/__main__.py",
-    "arena_tf/preset_timing.py", "arena_tf/generators/listops.py",
-    "arena_tf/generators/pathfinder.py", "serving/bench.py", "serving/submission.py",
-    "export/to_onnx.py", "export/to_openvino.py", "export/to_savedmodel.py",
+    "arena_tf/train.py",
+    "arena_tf/demo.py",
+    "arena_tf/data.py",
+    "arena_tf/reproduce/__main__.py",
+    "arena_tf/benchmark/__main__.py",
+    "arena_tf/analysis/__main__.py",
+    "arena_tf/preset_timing.py",
+    "arena_tf/generators/listops.py",
+    "arena_tf/generators/pathfinder.py",
+    "serving/bench.py",
+    "serving/submission.py",
+    "export/to_onnx.py",
+    "export/to_openvino.py",
+    "export/to_savedmodel.py",
     "export/to_stablehlo.py",
 ]
 LAYERS = {name: layers.lookup(name) for name in layers.available()} | {"base": Attention}
@@ -25,9 +34,12 @@ LAYERS = {name: layers.lookup(name) for name in layers.available()} | {"base": A
 
 def section_names(doc):
     """The Google-style section headers of a docstring: lines like `Args:` alone on a line."""
-    return {line.strip()[:-1] for line in inspect.cleandoc(doc).splitlines()
-            if line.strip().endswith(":") and line.strip()[:-1] in
-            ("Args", "Returns", "Exit status", "Example", "References")}
+    return {
+        line.strip()[:-1]
+        for line in inspect.cleandoc(doc).splitlines()
+        if line.strip().endswith(":")
+        and line.strip()[:-1] in ("Args", "Returns", "Exit status", "Example", "References")
+    }
 
 
 def example_code(doc):
@@ -36,7 +48,7 @@ def example_code(doc):
     start = next(i for i, line in enumerate(lines) if line.strip() == "Example:")
     indent = len(lines[start]) - len(lines[start].lstrip())
     code = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.strip() and len(line) - len(line.lstrip()) <= indent:
             break
         code.append(line)
@@ -46,8 +58,9 @@ def example_code(doc):
 def main_docstring(path):
     """The docstring of a command module's `main`, read without importing the module."""
     tree = ast.parse((ROOT / path).read_text())
-    mains = [node for node in tree.body
-             if isinstance(node, ast.FunctionDef) and node.name == "main"]
+    mains = [
+        node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "main"
+    ]
     assert mains, f"{path} has no main()"
     return ast.get_docstring(mains[0]) or ""
 
@@ -67,7 +80,7 @@ def test_layer_example_runs_and_keeps_the_input_shape(name):
     code = example_code(vars(LAYERS[name])["__doc__"])
     assert "layers.get(" in code
     namespace = {}
-    exec(compile(code, f"<{name} docstring example>", "exec"), namespace)
+    exec(compile(code, f"<{name} docstring example>", "exec"), namespace)  # noqa: S102 (the docstring's own example)
     assert tuple(namespace["y"].shape) == tuple(namespace["x"].shape)
 
 

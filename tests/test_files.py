@@ -37,10 +37,13 @@ def test_staged_outputs_move_none_in_when_one_of_their_places_is_a_folder(tmp_pa
     assert [p.name for p in tmp_path.iterdir()] == ["page.md"]
 
 
-@pytest.mark.parametrize("place, words", [
-    ("notes/x.json", "notes is a file, not a folder"),
-    ("/proc/arena_tf_test/x.json", "/proc/arena_tf_test: cannot write there"),
-])
+@pytest.mark.parametrize(
+    "place, words",
+    [
+        ("notes/x.json", "notes is a file, not a folder"),
+        ("/proc/arena_tf_test/x.json", "/proc/arena_tf_test: cannot write there"),
+    ],
+)
 def test_a_folder_that_cannot_be_made_is_one_usage_error(tmp_path, place, words):
     (tmp_path / "notes").write_text("")
     with pytest.raises(cli.UsageError, match=words):

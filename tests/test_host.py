@@ -3,12 +3,18 @@ alone ('AMD EPYC' under a virtual machine) cannot tell a Zen 1 from a Zen 4 apar
 
 from arena_tf import host
 
-ZEN1 = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 1\n"
-        "model name\t: AMD EPYC\nflags\t\t: fpu sse2 fma avx2\n\n")
-ZEN4 = ("processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
-        "flags\t\t: fpu avx2 avx512f avx512_bf16\n\n")
-ARM = ("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd sve\nCPU implementer\t: 0x41\n"
-       "CPU part\t: 0xd0c\n\n")
+ZEN1 = (
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 1\n"
+    "model name\t: AMD EPYC\nflags\t\t: fpu sse2 fma avx2\n\n"
+)
+ZEN4 = (
+    "processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
+    "flags\t\t: fpu avx2 avx512f avx512_bf16\n\n"
+)
+ARM = (
+    "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd sve\nCPU implementer\t: 0x41\n"
+    "CPU part\t: 0xd0c\n\n"
+)
 
 
 def cpuinfo(tmp_path, text):
@@ -20,7 +26,8 @@ def cpuinfo(tmp_path, text):
 def test_the_model_name_carries_family_model_and_widest_vector_unit(tmp_path):
     assert host.cpu_model(cpuinfo(tmp_path, ZEN1)) == "AMD EPYC (family 23 model 1, AVX2)"
     assert host.cpu_model(cpuinfo(tmp_path, ZEN4)) == (
-        "AMD EPYC (family 25 model 17, AVX-512 BF16)")
+        "AMD EPYC (family 25 model 17, AVX-512 BF16)"
+    )
 
 
 def test_the_first_processor_alone_is_read(tmp_path):

@@ -20,8 +20,11 @@ def module_name(path):
 
 def modules():
     """{dotted name: path} of every module of the source tree."""
-    return {module_name(path): path for package in PACKAGES
-            for path in sorted((ROOT / package).rglob("*.py"))}
+    return {
+        module_name(path): path
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
 
 
 def imported(node, name, is_package, known):
@@ -31,7 +34,7 @@ def imported(node, name, is_package, known):
     base = node.module or ""
     if node.level:  # relative: from the module's own package, up level - 1
         package = name.split(".") if is_package else name.split(".")[:-1]
-        package = package[:len(package) - (node.level - 1)]
+        package = package[: len(package) - (node.level - 1)]
         base = ".".join(package + ([base] if base else []))
     found = {f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in known}
     if base in known and len(found) < len(node.names):
@@ -45,9 +48,13 @@ def import_graph():
     graph = {}
     for name, path in known.items():
         tree = ast.parse(path.read_text(), str(path))
-        graph[name] = set().union(*[
-            imported(node, name, path.name == "__init__.py", known) for node in ast.walk(tree)
-            if isinstance(node, (ast.Import, ast.ImportFrom))]) - {name}
+        graph[name] = set().union(
+            *[
+                imported(node, name, path.name == "__init__.py", known)
+                for node in ast.walk(tree)
+                if isinstance(node, (ast.Import, ast.ImportFrom))
+            ]
+        ) - {name}
     return graph
 
 

@@ -7,10 +7,9 @@ The budget is 300 steps; the test split is scored every 50, and a mechanism that
 stops early.
 """
 
+import keras
 import numpy as np
 import pytest
-
-import keras
 
 import arena_tf.layers as layers
 from arena_tf.config import ModelConfig
@@ -44,13 +43,26 @@ def far_token_task(size, seed):
 def test_tiny_classifier_learns_a_far_token(name):
     params, pooling = SETTINGS.get(name, ({}, "cls"))
     config = ModelConfig(
-        attention=name, attention_params=params, num_layers=2, num_heads=2, emb_dim=32,
-        qkv_dim=32, mlp_dim=64, dropout=0.0, attention_dropout=0.0, max_len=LENGTH,
-        vocab_size=16, num_classes=2, pooling=pooling, padding_id=0,
+        attention=name,
+        attention_params=params,
+        num_layers=2,
+        num_heads=2,
+        emb_dim=32,
+        qkv_dim=32,
+        mlp_dim=64,
+        dropout=0.0,
+        attention_dropout=0.0,
+        max_len=LENGTH,
+        vocab_size=16,
+        num_classes=2,
+        pooling=pooling,
+        padding_id=0,
     )
     model = build_classifier(config)
-    model.compile(optimizer=keras.optimizers.Adam(3e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=keras.optimizers.Adam(3e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     # Every variable exists before the first step, so tf.function traces the step once (a
     # variable made while tracing, an optimizer slot or a metric's, makes it trace twice).
     model.optimizer.build(model.trainable_variables)
@@ -58,8 +70,9 @@ def test_tiny_classifier_learns_a_far_token(name):
     test_x, test_y = far_token_task(512, seed=2)
     for start in range(0, STEPS * BATCH, SCORE_EVERY * BATCH):
         chunk = slice(start, start + SCORE_EVERY * BATCH)
-        model.fit(train_x[chunk], train_y[chunk], batch_size=BATCH, epochs=1, verbose=0,
-                  shuffle=False)
+        model.fit(
+            train_x[chunk], train_y[chunk], batch_size=BATCH, epochs=1, verbose=0, shuffle=False
+        )
         predicted = np.argmax(model.predict(test_x, batch_size=512, verbose=0), axis=-1)
         accuracy = np.mean(predicted == test_y)
         if accuracy >= 0.9:

@@ -13,10 +13,15 @@ import pytest
 
 import arena_tf
 
+pytestmark = pytest.mark.slow  # starts processes
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Everything under arena_tf but the `python -m` entry modules (importing those runs the command).
-LIBRARY = sorted(module.name for module in pkgutil.walk_packages(arena_tf.__path__, "arena_tf.")
-                 if not module.name.endswith(".__main__"))
+LIBRARY = sorted(
+    module.name
+    for module in pkgutil.walk_packages(arena_tf.__path__, "arena_tf.")
+    if not module.name.endswith(".__main__")
+)
 
 # The dependencies change the process themselves when imported (TensorFlow sets TF2_BEHAVIOR and
 # others): the child imports them first, then takes the snapshot the library must leave as it is.
@@ -38,8 +43,11 @@ for label, was, now in zip(("os.environ", "sys.excepthook", "sys.path", "signal 
 
 
 def child_environment(**changes):
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("TF_CPP_MIN_LOG_LEVEL", "KERAS_BACKEND")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("TF_CPP_MIN_LOG_LEVEL", "KERAS_BACKEND")
+    }
     env.update(changes)
     return env
 
@@ -49,16 +57,26 @@ def test_there_is_a_library_to_import():
 
 
 def test_importing_every_library_module_leaves_the_process_as_it_was():
-    child = subprocess.run([sys.executable, "-c", SNAPSHOT_AFTER_DEPENDENCIES, *LIBRARY],
-                           capture_output=True, text=True, timeout=600, env=child_environment())
+    child = subprocess.run(
+        [sys.executable, "-c", SNAPSHOT_AFTER_DEPENDENCIES, *LIBRARY],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=child_environment(),
+    )
     assert child.returncode == 0, child.stderr[-2000:]
     assert child.stdout == ""
 
 
 @pytest.mark.parametrize("backend", ["tensorfow", "torch"])
 def test_a_bad_keras_backend_fails_at_keras_import_in_keras_words(backend):
-    child = subprocess.run([sys.executable, "-c", "import arena_tf.layers"], capture_output=True,
-                           text=True, timeout=300, env=child_environment(KERAS_BACKEND=backend))
+    child = subprocess.run(
+        [sys.executable, "-c", "import arena_tf.layers"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=child_environment(KERAS_BACKEND=backend),
+    )
     assert child.returncode == 1  # an uncaught exception, not a command's exit status 2
     assert "Traceback" in child.stderr and "keras" in child.stderr
     assert "arena_tf runs on" not in child.stderr
@@ -71,18 +89,28 @@ def command_lines():
     """Each command as a user starts it: `python -m MODULE`, or `python export/NAME.py`."""
     from tests.test_cli_grammar import COMMANDS
 
-    modules = sorted({module.removesuffix(".__main__") for module, _ in COMMANDS}
-                     - SETS_ITS_OWN_BACKEND)
-    return [[f"{module.replace('.', '/')}.py"] if module.startswith("export.") else ["-m", module]
-            for module in modules]
+    modules = sorted(
+        {module.removesuffix(".__main__") for module, _ in COMMANDS} - SETS_ITS_OWN_BACKEND
+    )
+    return [
+        [f"{module.replace('.', '/')}.py"] if module.startswith("export.") else ["-m", module]
+        for module in modules
+    ]
 
 
 @pytest.mark.parametrize("command", command_lines(), ids=lambda command: command[-1])
 def test_every_command_refuses_a_bad_keras_backend_in_one_line(command):
-    child = subprocess.run([sys.executable, *command, "--help"], capture_output=True, text=True,
-                           timeout=300, cwd=ROOT, env=child_environment(KERAS_BACKEND="torch"))
+    child = subprocess.run(
+        [sys.executable, *command, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=child_environment(KERAS_BACKEND="torch"),
+    )
     assert child.returncode == 2, child.stderr[-2000:]
     assert child.stderr.splitlines() == [
         "error: KERAS_BACKEND='torch' is a Keras backend arena_tf does not run on; expected "
         "tensorflow or jax, the backends arena_tf runs on; set KERAS_BACKEND=tensorflow or "
-        "KERAS_BACKEND=jax, or unset it"]
+        "KERAS_BACKEND=jax, or unset it"
+    ]

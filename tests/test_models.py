@@ -9,8 +9,18 @@ from arena_tf.models import build_classifier, load_classifier
 
 
 def tiny(**overrides):
-    base = dict(num_layers=1, num_heads=2, emb_dim=16, qkv_dim=16, mlp_dim=32, max_len=20,
-                vocab_size=30, num_classes=3, dropout=0.0, attention_dropout=0.0)
+    base = dict(
+        num_layers=1,
+        num_heads=2,
+        emb_dim=16,
+        qkv_dim=16,
+        mlp_dim=32,
+        max_len=20,
+        vocab_size=30,
+        num_classes=3,
+        dropout=0.0,
+        attention_dropout=0.0,
+    )
     return ModelConfig(**{**base, **overrides})
 
 
@@ -47,8 +57,9 @@ def dense_sinusoids(positions, width):
 @pytest.mark.parametrize("width", [6, 7])
 def test_sinusoids_equal_the_written_out_formula_for_even_and_odd_widths(width):
     positions = np.arange(40, dtype="float32")
-    np.testing.assert_allclose(np.asarray(sinusoids(positions, width)),
-                               dense_sinusoids(positions, width), atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(sinusoids(positions, width)), dense_sinusoids(positions, width), atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
@@ -66,14 +77,16 @@ def test_row_and_column_positions_give_each_pixel_its_row_and_its_column(pooling
 
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_a_classifier_with_row_and_column_positions_saves_and_loads(pooling, tmp_path):
-    model = build_classifier(tiny(pooling=pooling, position_embedding="sinusoidal_2d", max_len=16,
-                                  padding_id=None))
+    model = build_classifier(
+        tiny(pooling=pooling, position_embedding="sinusoidal_2d", max_len=16, padding_id=None)
+    )
     encoder = model.get_layer("encoder").position_embedding
     assert (encoder.kind, encoder.prefix) == ("sinusoidal_2d", int(pooling == "cls"))
     x = tokens(length=16)
     model.save(tmp_path / "model.keras")
-    np.testing.assert_array_equal(model.predict(x, verbose=0),
-                                  load_classifier(tmp_path / "model.keras").predict(x, verbose=0))
+    np.testing.assert_array_equal(
+        model.predict(x, verbose=0), load_classifier(tmp_path / "model.keras").predict(x, verbose=0)
+    )
 
 
 @pytest.mark.parametrize("max_len, pooling", [(18, "mean"), (17, "mean"), (18, "cls")])
@@ -90,7 +103,7 @@ def test_every_position_embedding_setting_has_a_table():
 def test_two_tower_shares_one_encoder_and_is_symmetric_in_shape():
     model = build_classifier(tiny(two_tower=True, num_classes=2))
     assert [i.name for i in model.inputs] == ["tokens_1", "tokens_2"]
-    assert len([l for l in model.layers if l.name == "encoder"]) == 1
+    assert len([layer for layer in model.layers if layer.name == "encoder"]) == 1
     assert model([tokens(), tokens(seed=1)]).shape == (3, 2)
 
 
@@ -106,7 +119,9 @@ def test_keras_save_and_load_gives_identical_logits(two_tower, tmp_path):
     inputs = [tokens(), tokens(seed=1)] if two_tower else tokens()
     model.save(tmp_path / "model.keras")
     loaded = load_classifier(tmp_path / "model.keras")
-    np.testing.assert_array_equal(model.predict(inputs, verbose=0), loaded.predict(inputs, verbose=0))
+    np.testing.assert_array_equal(
+        model.predict(inputs, verbose=0), loaded.predict(inputs, verbose=0)
+    )
 
 
 def test_pixels_without_padding_id_treat_zero_as_a_real_token():
@@ -136,8 +151,9 @@ def test_pixel_classifier_with_intensity_input_sees_brightness_and_saves(tmp_pat
     assert not np.allclose(model(x), model(np.minimum(x + 40, 255)), atol=1e-4)
     assert [w.shape for w in model.get_layer("encoder").token_embedding.weights] == [(16,), (16,)]
     model.save(tmp_path / "model.keras")
-    np.testing.assert_array_equal(model.predict(x, verbose=0),
-                                  load_classifier(tmp_path / "model.keras").predict(x, verbose=0))
+    np.testing.assert_array_equal(
+        model.predict(x, verbose=0), load_classifier(tmp_path / "model.keras").predict(x, verbose=0)
+    )
 
 
 def test_input_longer_than_max_len_is_one_clear_error():

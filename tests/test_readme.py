@@ -13,6 +13,8 @@ import pytest
 from arena_tf import catalogue
 from arena_tf.config import BLOCKS
 
+pytestmark = pytest.mark.slow  # starts processes
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 # Commands of other tools the README shows for setting up or watching; not the project's to test.
@@ -48,7 +50,7 @@ def program(argv):
     """The part of a command that names the program and its subcommand: `-m serving.bench`,
     `export/to_onnx.py`, `-m arena_tf.data rows`."""
     head = argv[:2] if argv[0] == "-m" else argv[:1]
-    rest = argv[len(head):]
+    rest = argv[len(head) :]
     if rest and re.fullmatch(r"[a-z]+", rest[0]):
         head.append(rest[0])  # a subcommand, e.g. `rows`
     return head
@@ -71,12 +73,21 @@ def test_the_library_example_runs():
     assert tuple(scope["logits"].shape) == (2, 2)
 
 
-@pytest.mark.parametrize("environment, argv", project_commands(),
-                         ids=lambda value: " ".join(value) if isinstance(value, list) else "")
+@pytest.mark.parametrize(
+    "environment, argv",
+    project_commands(),
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)
 def test_every_command_runs_and_takes_the_flags_the_readme_gives(environment, argv):
     head = program(argv)
-    shown = subprocess.run([sys.executable, *head, "--help"], cwd=ROOT, capture_output=True,
-                           text=True, env={**os.environ, **environment}, timeout=300)
+    shown = subprocess.run(
+        [sys.executable, *head, "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **environment},
+        timeout=300,
+    )
     assert shown.returncode == 0, shown.stderr[-2000:]
     for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", " ".join(argv)):
         # (serving.submission keeps stdout for its protocol: its help goes to stderr)

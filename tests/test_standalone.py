@@ -16,20 +16,26 @@ OUTSIDE = re.compile(r"\.\./shared|(?<![\w.~$-])/(?:work|home|Users|root|mnt|scr
 # A repository path in text: a top-level folder of the project, then a file with an extension.
 # (A path after "owner/repo:" is another repository's; one after --output is what a command writes.)
 FOLDERS = "arena_tf|tests|serving|export|tools|configs|docs|archive"
-NAMED_PATH = re.compile(rf"(?<![\w./:-])((?:{FOLDERS})/[\w./-]*\w\.(?:py|md|yaml|sh|json|jsonl|csv|png))(?!\w)")
+NAMED_PATH = re.compile(
+    rf"(?<![\w./:-])((?:{FOLDERS})/[\w./-]*\w\.(?:py|md|yaml|sh|json|jsonl|csv|png))(?!\w)"
+)
 # Code, configs and docs; records of past runs (.json, .log ...) are scanned for OUTSIDE only.
 TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".sh", ".txt", ".ini", ".cfg", ".toml", ""}
 
 
 def tracked_files():
     try:
-        listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                                check=True).stdout.decode()
+        listed = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+        ).stdout.decode()
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     itself = pathlib.Path(__file__).resolve()  # its own examples of what it refuses
-    return [ROOT / name for name in listed.split("\0")
-            if name and (ROOT / name).is_file() and (ROOT / name).resolve() != itself]
+    return [
+        ROOT / name
+        for name in listed.split("\0")
+        if name and (ROOT / name).is_file() and (ROOT / name).resolve() != itself
+    ]
 
 
 def text_of(path):
@@ -45,8 +51,10 @@ def text_of(path):
 
 def placeholder(named):
     """A path written with a placeholder (`arena_tf/layers/NAME.py`), not a file's."""
-    return any(re.search(r"(?:^|[_-])[A-Z]{2,}(?:[_-]|$)", pathlib.PurePath(part).stem)
-               for part in pathlib.PurePath(named).parts)
+    return any(
+        re.search(r"(?:^|[_-])[A-Z]{2,}(?:[_-]|$)", pathlib.PurePath(part).stem)
+        for part in pathlib.PurePath(named).parts
+    )
 
 
 def test_no_tracked_file_refers_outside_the_repository():
@@ -83,7 +91,8 @@ def test_the_checks_catch_what_they_are_for():
     assert NAMED_PATH.findall("(tests/test_remat.py)") == ["tests/test_remat.py"]
     assert NAMED_PATH.findall("configs/models/<model>.yaml, state-spaces/s4:configs/x.yaml") == []
     assert NAMED_PATH.findall("in docs/results/serving/results.jsonl.") == [
-        "docs/results/serving/results.jsonl"]
+        "docs/results/serving/results.jsonl"
+    ]
     assert NAMED_PATH.findall("docs/results/serving/results.csv_old") == []
     assert placeholder("arena_tf/layers/NAME.py") and placeholder("tests/layers/test_NAME.py")
     assert not placeholder("tests/test_remat.py")

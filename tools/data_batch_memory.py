@@ -29,8 +29,12 @@ from arena_tf import tasks  # noqa: E402
 
 def peak_rss_bytes(command):
     """The peak resident memory (bytes) of `command`, run to its end (non-zero exit: an error)."""
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
-                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
     _, status, usage = os.wait4(process.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(command)} failed (status {status})")
@@ -41,20 +45,31 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="listops")
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--batch-sizes", action=cli.Items, type=cli.positive_int,
-                        default=[256, 4096])
+    parser.add_argument(
+        "--batch-sizes", action=cli.Items, type=cli.positive_int, default=[256, 4096]
+    )
     parser.add_argument("--batches", type=cli.positive_int, default=30)
     args = parser.parse_args()
     task = tasks.get(args.task, data_dir=args.data_dir)
     batch_bytes = {size: size * task.max_len * task.num_inputs * 4 for size in args.batch_sizes}
     peaks = {}
     for size in args.batch_sizes:
-        command = [sys.executable, "-m", "arena_tf.data", "bench", f"--task={args.task}",
-                   f"--batch-size={size}", f"--batches={args.batches}",
-                   *([f"--data-dir={args.data_dir}"] if args.data_dir else [])]
+        command = [
+            sys.executable,
+            "-m",
+            "arena_tf.data",
+            "bench",
+            f"--task={args.task}",
+            f"--batch-size={size}",
+            f"--batches={args.batches}",
+            *([f"--data-dir={args.data_dir}"] if args.data_dir else []),
+        ]
         peaks[size] = peak_rss_bytes(command)
-        print(f"batch {size:>6}: one batch {batch_bytes[size] / 1e6:8.1f} MB, peak RSS "
-              f"{peaks[size] / 1e6:8.1f} MB", flush=True)
+        print(
+            f"batch {size:>6}: one batch {batch_bytes[size] / 1e6:8.1f} MB, peak RSS "
+            f"{peaks[size] / 1e6:8.1f} MB",
+            flush=True,
+        )
     small, large = min(args.batch_sizes), max(args.batch_sizes)
     held = (peaks[large] - peaks[small]) / (batch_bytes[large] - batch_bytes[small])
     print(f"batches held at once: {held:.1f} (peak growth / batch growth, {small} -> {large})")

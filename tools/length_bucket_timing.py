@@ -36,16 +36,24 @@ def main():
     for buckets in (0, args.buckets):
         run_dir = pathlib.Path(args.out, f"buckets-{buckets}")
         shutil.rmtree(run_dir, ignore_errors=True)
-        command = [sys.executable, "-m", "arena_tf.train",
-                   *(a for a in run.arguments if not a.startswith("--run-dir=")),
-                   f"--set=train.num_train_steps={args.steps}",
-                   f"--set=train.eval_every={args.steps}", "--set=train.eval_batches=1",
-                   f"--set=train.length_buckets={buckets}", f"--run-dir={run_dir}"]
+        command = [
+            sys.executable,
+            "-m",
+            "arena_tf.train",
+            *(a for a in run.arguments if not a.startswith("--run-dir=")),
+            f"--set=train.num_train_steps={args.steps}",
+            f"--set=train.eval_every={args.steps}",
+            "--set=train.eval_batches=1",
+            f"--set=train.length_buckets={buckets}",
+            f"--run-dir={run_dir}",
+        ]
         subprocess.run(command, check=True, cwd=ROOT)
         rates[buckets] = json.loads((run_dir / "metrics.json").read_text())["examples_per_second"]
         print(f"train.length_buckets={buckets}: {rates[buckets]:.1f} examples/s", flush=True)
-    print(f"{args.suite} {args.mechanism}, {args.steps} steps: {args.buckets} buckets "
-          f"{rates[args.buckets] / rates[0]:.2f}x the examples/s of batches padded to max_len")
+    print(
+        f"{args.suite} {args.mechanism}, {args.steps} steps: {args.buckets} buckets "
+        f"{rates[args.buckets] / rates[0]:.2f}x the examples/s of batches padded to max_len"
+    )
 
 
 if __name__ == "__main__":

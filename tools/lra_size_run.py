@@ -28,17 +28,24 @@ from arena_tf.models import build_classifier  # noqa: E402
 def lra_size_config(demo, mechanism, max_len):
     """The demo's config.yaml sections with the LRA ListOps model of `mechanism` at `max_len`."""
     lra = load_experiment("listops", mechanism).model.to_dict()
-    derived = {key: demo["model"][key] for key in ("vocab_size", "num_classes", "padding_id")
-               if key in demo["model"]}
+    derived = {
+        key: demo["model"][key]
+        for key in ("vocab_size", "num_classes", "padding_id")
+        if key in demo["model"]
+    }
     model = {**lra, **derived, "max_len": max_len, "dropout": 0.0, "attention_dropout": 0.0}
     return {**demo, "task": {**demo["task"], "max_len": max_len}, "model": model}
 
 
 def parse_args(argv):
-    parser = cli.ArgumentParser(prog="python tools/lra_size_run.py",
-                                description=__doc__.split("\n\n")[0])
-    parser.add_argument("demo_run_dir", metavar="DEMO_RUN_DIR",
-                        help="a run directory of python -m arena_tf.train (its config.yaml)")
+    parser = cli.ArgumentParser(
+        prog="python tools/lra_size_run.py", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "demo_run_dir",
+        metavar="DEMO_RUN_DIR",
+        help="a run directory of python -m arena_tf.train (its config.yaml)",
+    )
     parser.add_argument("out_run_dir", metavar="OUT_RUN_DIR", help="the run directory to write")
     parser.add_argument("--mechanism", default="linformer")
     parser.add_argument("--max-len", type=int, default=2000)
@@ -49,10 +56,12 @@ def demo_config(run_dir):
     """The config.yaml sections of the demo run; UsageError where it has none."""
     path = pathlib.Path(run_dir) / "config.yaml"
     if not path.is_file():
-        raise cli.UsageError(f"DEMO_RUN_DIR {run_dir} has no config.yaml",
-                             "a run directory written by python -m arena_tf.train",
-                             "train one first, e.g. python -m arena_tf.train --task=listops "
-                             "--preset=tiny --run-dir=runs/demo")
+        raise cli.UsageError(
+            f"DEMO_RUN_DIR {run_dir} has no config.yaml",
+            "a run directory written by python -m arena_tf.train",
+            "train one first, e.g. python -m arena_tf.train --task=listops "
+            "--preset=tiny --run-dir=runs/demo",
+        )
     return read_yaml(path)
 
 
@@ -63,8 +72,10 @@ def write_run(args):
     model = build_classifier(ModelConfig(**config["model"]))
     model.save(out / "model.keras")
     files.write_text(out / "config.yaml", yaml.safe_dump(config, sort_keys=False))
-    print(f"{out}: {config['model']['num_layers']} layers of {config['model']['emb_dim']}, "
-          f"{args.max_len} tokens, {model.count_params():,} parameters (untrained)")
+    print(
+        f"{out}: {config['model']['num_layers']} layers of {config['model']['emb_dim']}, "
+        f"{args.max_len} tokens, {model.count_params():,} parameters (untrained)"
+    )
 
 
 def main(argv=None):

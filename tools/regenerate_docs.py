@@ -49,8 +49,10 @@ def presets_table(text):
     try:
         table = preset_timing.markdown_table(json.loads(PRESET_TIMES.read_text()))
     except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise ValueError(f"{shown(PRESET_TIMES)} is not the measurements preset_timing writes "
-                         f"({type(error).__name__}: {str(error)[:80]})") from None
+        raise ValueError(
+            f"{shown(PRESET_TIMES)} is not the measurements preset_timing writes "
+            f"({type(error).__name__}: {str(error)[:80]})"
+        ) from None
     return replace_section(text, preset_timing.SECTION, table)
 
 
@@ -90,15 +92,20 @@ def shown(path):
 
 def stale():
     """The generated files whose text differs from what this command would write."""
-    return [path for path, text in generated().items()
-            if not path.is_file() or path.read_text() != text]
+    return [
+        path for path, text in generated().items() if not path.is_file() or path.read_text() != text
+    ]
 
 
 def main(argv=None):
-    parser = cli.ArgumentParser(prog="python tools/regenerate_docs.py",
-                                description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 when a generated part is out of date")
+    parser = cli.ArgumentParser(
+        prog="python tools/regenerate_docs.py", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 when a generated part is out of date",
+    )
     args = parser.parse_args(argv)
 
     def body():
@@ -106,8 +113,11 @@ def main(argv=None):
             old = stale()
             if old:
                 names = ", ".join(str(path.relative_to(ROOT)) for path in old)
-                raise cli.RunError(f"out of date: {names}", "generated docs matching their sources",
-                                   "run `make docs` and commit the result")
+                raise cli.RunError(
+                    f"out of date: {names}",
+                    "generated docs matching their sources",
+                    "run `make docs` and commit the result",
+                )
             print("regenerate_docs: every generated part is current")
             return 0
         generated()  # every source and page checked before anything is written
@@ -126,8 +136,11 @@ def refusing_bad_sources(body):
     try:
         return body()
     except ValueError as error:
-        raise cli.UsageError(str(error), "the sources and pages as committed",
-                             "restore the file named (git checkout -- PATH) or mend it") from None
+        raise cli.UsageError(
+            str(error),
+            "the sources and pages as committed",
+            "restore the file named (git checkout -- PATH) or mend it",
+        ) from None
 
 
 if __name__ == "__main__":

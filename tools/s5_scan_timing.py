@@ -26,10 +26,11 @@ import tensorflow as tf  # noqa: E402
 from arena_tf.layers import s5  # noqa: E402
 
 # Each form: (rate = dt Lambda as (real, imag), inputs) -> states.
-FORMS = {"associative": lambda rate, inputs: s5.associative_scan(s5.aops.complex_exp(*rate),
-                                                                   inputs),
-         "doubling": lambda rate, inputs: s5.doubling_scan(s5.aops.complex_exp(*rate), inputs),
-         "convolution": s5.linear_recurrence_conv}
+FORMS = {
+    "associative": lambda rate, inputs: s5.associative_scan(s5.aops.complex_exp(*rate), inputs),
+    "doubling": lambda rate, inputs: s5.doubling_scan(s5.aops.complex_exp(*rate), inputs),
+    "convolution": s5.linear_recurrence_conv,
+}
 
 
 def step_function(form):
@@ -40,6 +41,7 @@ def step_function(form):
             states = form(rate, inputs)
             loss = tf.add_n([tf.reduce_sum(tf.square(state)) for state in states])
         return tape.gradient(loss, inputs)
+
     return step
 
 
@@ -55,18 +57,26 @@ def measure(form, length, batch, modes):
     step = step_function(FORMS[form])
     first = timed(step, rate, inputs)
     later = statistics.median(timed(step, rate, inputs) for _ in range(5))
-    print(f"length {length:6d}  modes {modes:3d}  {form:11s}  first call {first:7.2f} s  "
-          f"step {later:.3f} s", flush=True)
+    print(
+        f"length {length:6d}  modes {modes:3d}  {form:11s}  first call {first:7.2f} s  "
+        f"step {later:.3f} s",
+        flush=True,
+    )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", default="64,2048")
     parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--modes", type=int, default=32,
-                        help="complex modes (P / 2; default 32, s5's default state_size 64)")
-    parser.add_argument("--forms", default=",".join(FORMS), help="forms to time, of "
-                        + ", ".join(FORMS))
+    parser.add_argument(
+        "--modes",
+        type=int,
+        default=32,
+        help="complex modes (P / 2; default 32, s5's default state_size 64)",
+    )
+    parser.add_argument(
+        "--forms", default=",".join(FORMS), help="forms to time, of " + ", ".join(FORMS)
+    )
     args = parser.parse_args(argv)
     for length in (int(n) for n in args.lengths.split(",")):
         for form in args.forms.split(","):

@@ -3,8 +3,10 @@ arena_tf.benchmark (nothing of it is imported): each pair rebuilt from the confi
 records, ours by `arena_tf.layers.get`, the peer by its own class (keras.layers or
 official.nlp.modeling.layers) with the recorded constructor arguments, and timed here.
 
-    python tools/side_by_side.py --check docs/results/efficiency/pairs.json   # exit 1 if a median strays
-    python tools/side_by_side.py --from docs/results/efficiency/pairs.json    # only print the ratios
+    # exit 1 if a median strays
+    python tools/side_by_side.py --check docs/results/efficiency/pairs.json
+    # only print the ratios
+    python tools/side_by_side.py --from docs/results/efficiency/pairs.json
 
 Per configuration: one tf.function forward + backward step per layer (gradients of the output's
 sum for the input and every weight), 2 untimed calls each, then the recorded number of rounds
@@ -42,6 +44,7 @@ def kernel(layer, arguments):
     def call(x, mask, training):
         keys = None if mask is None else tf.cast(mask, x.dtype)
         return layer(x, x, attention_mask=keys, training=training)
+
     return call
 
 
@@ -53,6 +56,7 @@ def bigbird(layer, arguments):
     def call(x, mask, training):
         real = tf.ones(tf.shape(x)[:2], x.dtype) if mask is None else tf.cast(mask, x.dtype)
         return layer(x, x, attention_mask=masks(x, real), training=training)
+
     return call
 
 
@@ -77,9 +81,13 @@ def peer(record):
 
 def ours(row):
     shape = row["shape"]
-    layer = arena_tf.layers.get(row["ours"]["name"], num_heads=shape["heads"],
-                                head_dim=shape["head_dim"], max_len=row["length"],
-                                **row["ours"]["params"])
+    layer = arena_tf.layers.get(
+        row["ours"]["name"],
+        num_heads=shape["heads"],
+        head_dim=shape["head_dim"],
+        max_len=row["length"],
+        **row["ours"]["params"],
+    )
     return layer, lambda x, mask, training: layer(x, mask=mask, training=training)
 
 
@@ -90,6 +98,7 @@ def train_step(layer, call, mask):
             tape.watch(x)
             loss = tf.reduce_sum(call(x, mask, True))
         return tape.gradient(loss, [x, *layer.trainable_variables])
+
     return step
 
 
@@ -97,8 +106,7 @@ def time_pair(row, rounds):
     """The ratios (peer median / ours median) of `rounds` interleaved rounds."""
     shape = row["shape"]
     x = tf.random.normal((shape["batch"], row["length"], shape["heads"] * shape["head_dim"]))
-    mask = None if row["mask"] == "none" else tf.sequence_mask(row["valid_lengths"],
-                                                               row["length"])
+    mask = None if row["mask"] == "none" else tf.sequence_mask(row["valid_lengths"], row["length"])
     steps = {}
     for side, (layer, call) in (("ours", ours(row)), ("peer", peer(row["peer"]))):
         call(x, mask, False)  # builds the weights
@@ -126,15 +134,28 @@ def check(row, ratios, tolerance):
 def main(argv=None):
     """Command line: time the recorded pairs; exit 1 when a median strays (--check), 2 for bad
     input (one `error:` line)."""
-    parser = cli.ArgumentParser(prog="python tools/side_by_side.py",
-                                description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(
+        prog="python tools/side_by_side.py", description=__doc__.split("\n\n")[0]
+    )
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--check", metavar="PAIRS_JSON",
-                        help="time its pairs and check each median against its recorded range")
-    source.add_argument("--from", dest="source", metavar="PAIRS_JSON",
-                        default="docs/results/efficiency/pairs.json", help="time its pairs only")
-    parser.add_argument("--tolerance", type=float, default=0.1,
-                        help="t widening the recorded range to [min / (1 + t), max * (1 + t)]")
+    source.add_argument(
+        "--check",
+        metavar="PAIRS_JSON",
+        help="time its pairs and check each median against its recorded range",
+    )
+    source.add_argument(
+        "--from",
+        dest="source",
+        metavar="PAIRS_JSON",
+        default="docs/results/efficiency/pairs.json",
+        help="time its pairs only",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.1,
+        help="t widening the recorded range to [min / (1 + t), max * (1 + t)]",
+    )
     parser.add_argument("--rounds", type=int, help="rounds per configuration (default: recorded)")
     options = parser.parse_args(argv)
     return cli.run_main(lambda: side_by_side(options), debug=options.debug)
@@ -146,8 +167,9 @@ def side_by_side(options):
     try:
         return 1 if stray_count(rows, options) else 0
     except ModuleNotFoundError as error:
-        raise cli.UsageError(error, "the peers' package",
-                             'pip install -c constraints.txt -e ".[peers]"') from None
+        raise cli.UsageError(
+            error, "the peers' package", 'pip install -c constraints.txt -e ".[peers]"'
+        ) from None
 
 
 def recorded_rows(path):
@@ -156,9 +178,11 @@ def recorded_rows(path):
         with open(path) as results:
             return json.load(results)["rows"]
     except (OSError, ValueError, KeyError) as error:
-        raise cli.UsageError(f"cannot read the pairs results: {error}",
-                             "the JSON file of `python -m arena_tf.benchmark pairs`",
-                             "run that first or pass its --output") from None
+        raise cli.UsageError(
+            f"cannot read the pairs results: {error}",
+            "the JSON file of `python -m arena_tf.benchmark pairs`",
+            "run that first or pass its --output",
+        ) from None
 
 
 def stray_count(rows, options):
@@ -176,9 +200,11 @@ def stray_count(rows, options):
             within, low, high = check(row, ratios, options.tolerance)
             strays += not within
             verdict = f"; {'within' if within else 'OUTSIDE'} [{low:.2f}, {high:.2f}]"
-        print(f"{head} {np.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}] here, "
-              f"recorded {row['ratio_median']:.2f}x [{row['ratio_min']:.2f}-"
-              f"{row['ratio_max']:.2f}]{verdict}")
+        print(
+            f"{head} {np.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}] here, "
+            f"recorded {row['ratio_median']:.2f}x [{row['ratio_min']:.2f}-"
+            f"{row['ratio_max']:.2f}]{verdict}"
+        )
     return strays
 
 

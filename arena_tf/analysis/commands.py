@@ -1,8 +1,8 @@
 """The two analysis commands, on run directories of `python -m arena_tf.train`.
 
-    result = measure_span("runs/pathfinder-full", num_examples=1000)   # also writes span.json there
-    plots.draw_span_chart("span.png", [result, ...])                   # bars of several runs' spans
-    draw_attention("runs/pathfinder-full", example=3)       # writes attention_example_3.png there
+result = measure_span("runs/pathfinder-full", num_examples=1000)   # also writes span.json there
+plots.draw_span_chart("span.png", [result, ...])                   # bars of several runs' spans
+draw_attention("runs/pathfinder-full", example=3)       # writes attention_example_3.png there
 """
 
 import math
@@ -102,9 +102,11 @@ def render_image(path, task, tokens, maps, title, padding_id):
     """Heatmaps over the image (the tokens are its pixels, row by row, side sqrt(length))."""
     side = math.isqrt(len(tokens))
     if side * side != len(tokens):
-        raise UsageError(f"{task.name}: {len(tokens)} tokens are not a square image",
-                         "a pixel task (image, pathfinder) or a task with a decode() method for "
-                         "text strips", "analyse a run of one of those tasks")
+        raise UsageError(
+            f"{task.name}: {len(tokens)} tokens are not a square image",
+            "a pixel task (image, pathfinder) or a task with a decode() method for text strips",
+            "analyse a run of one of those tasks",
+        )
     return plots.draw_image_maps(path, tokens.reshape(side, side), maps, title)
 
 
@@ -121,9 +123,11 @@ def draw_attention(run_dir, example):
     task = make_task(run.config)
     found = examples(task, SPLIT, 1, start=example)
     if example < 0 or not found:
-        raise UsageError(f"--example {example} is outside the {SPLIT} split of {task.name}",
-                         "an index from 0 to its number of examples - 1",
-                         "pass a smaller --example")
+        raise UsageError(
+            f"--example {example} is outside the {SPLIT} split of {task.name}",
+            "an index from 0 to its number of examples - 1",
+            "pass a smaller --example",
+        )
     inputs, label = found[0]
     draw = renderer(task)
     paths = []

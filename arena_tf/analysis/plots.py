@@ -42,8 +42,11 @@ def new_figure(width_pixels, height_pixels):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        raise PlottingError("drawing the analysis figures needs matplotlib, which is not installed",
-                            "matplotlib importable", "run `pip install matplotlib`") from None
+        raise PlottingError(
+            "drawing the analysis figures needs matplotlib, which is not installed",
+            "matplotlib importable",
+            "run `pip install matplotlib`",
+        ) from None
     figure = Figure(figsize=(width_pixels / DPI, height_pixels / DPI), dpi=DPI)
     FigureCanvasAgg(figure)
     return figure
@@ -76,10 +79,14 @@ def draw_image_maps(path, pixels, maps, title):
     figure.suptitle(title, fontsize=9, wrap=True)
     panels = [("input", None), *maps.items()]
     for index, (name, values) in enumerate(panels):
-        axes = figure.add_axes([
-            (index * PANEL_PIXELS + 8) / width, 8 / height,
-            (PANEL_PIXELS - 16) / width, (PANEL_PIXELS - 28) / height,
-        ])
+        axes = figure.add_axes(
+            [
+                (index * PANEL_PIXELS + 8) / width,
+                8 / height,
+                (PANEL_PIXELS - 16) / width,
+                (PANEL_PIXELS - 28) / height,
+            ]
+        )
         axes.imshow(pixels, cmap="gray", vmin=0, vmax=255, interpolation="nearest")
         if values is not None:
             heat = scaled(values).reshape(side, side)
@@ -117,12 +124,22 @@ def draw_text_maps(path, labels, maps, title):
         grid = np.full(rows * columns, np.nan, "float32")
         grid[:count] = scaled(values)
         top = HEADER_PIXELS + index * strip + STRIP_TITLE_PIXELS
-        axes = figure.add_axes([
-            MARGIN_PIXELS / width, 1 - (top + rows * CELL_HEIGHT) / height,
-            columns * CELL_WIDTH / width, rows * CELL_HEIGHT / height,
-        ])
-        axes.imshow(grid.reshape(rows, columns), cmap=COLORMAP, vmin=0, vmax=1, aspect="auto",
-                    interpolation="nearest")
+        axes = figure.add_axes(
+            [
+                MARGIN_PIXELS / width,
+                1 - (top + rows * CELL_HEIGHT) / height,
+                columns * CELL_WIDTH / width,
+                rows * CELL_HEIGHT / height,
+            ]
+        )
+        axes.imshow(
+            grid.reshape(rows, columns),
+            cmap=COLORMAP,
+            vmin=0,
+            vmax=1,
+            aspect="auto",
+            interpolation="nearest",
+        )
         axes.set_title(f"{name} (max {float(np.max(values)):.3g})", fontsize=8, loc="left")
         axes.set_axis_off()
         if count <= MAX_LABELLED:
@@ -135,8 +152,17 @@ def label_cells(axes, labels, grid, columns):
     for position, label in enumerate(labels):
         row, column = divmod(position, columns)
         colour = "black" if grid[position] > 0.6 else "white"
-        axes.text(column, row, label, ha="center", va="center", fontsize=5, color=colour,
-                  parse_math=False, clip_on=True)
+        axes.text(
+            column,
+            row,
+            label,
+            ha="center",
+            va="center",
+            fontsize=5,
+            color=colour,
+            parse_math=False,
+            clip_on=True,
+        )
 
 
 def span_chart_size(count):
@@ -155,8 +181,14 @@ def draw_span_chart(path, results):
     uniform = [r["uniform_span"] for r in results]
     bars = axes.bar(positions, spans, width=0.6, color="tab:blue", label="required attention span")
     axes.bar_label(bars, fmt="%.0f", fontsize=8)
-    axes.scatter(positions, uniform, marker="_", s=600, color="black",
-                 label="uniform attention over the same positions")
+    axes.scatter(
+        positions,
+        uniform,
+        marker="_",
+        s=600,
+        color="black",
+        label="uniform attention over the same positions",
+    )
     axes.set_ylim(0, 1.15 * max(spans + uniform))
     axes.set_xticks(positions, [f"{r['task']}\n{r['model']}" for r in results], fontsize=8)
     axes.set_ylabel("mean distance (positions)")

@@ -1,9 +1,9 @@
 """Read a training run directory (`python -m arena_tf.train` writes config.yaml and model.keras).
 
-    run = load_run("runs/pathfinder-full-tiny")
-    run.encoder                         # the trained Encoder inside run.model
-    task = make_task(run.config)        # the task it trained on, reading data as training did
-    sequences(task, "validation", 10)   # the first 10 validation examples' token sequences
+run = load_run("runs/pathfinder-full-tiny")
+run.encoder                         # the trained Encoder inside run.model
+task = make_task(run.config)        # the task it trained on, reading data as training did
+sequences(task, "validation", 10)   # the first 10 validation examples' token sequences
 """
 
 import dataclasses
@@ -13,8 +13,8 @@ import pathlib
 import keras
 import numpy as np
 
-import arena_tf.models  # noqa: F401 (registers the encoder and attention layers for loading)
 import arena_tf.layers as layers
+import arena_tf.models  # noqa: F401 (registers the encoder and attention layers for loading)
 import arena_tf.tasks as tasks
 from arena_tf.cli import UsageError
 from arena_tf.config import ExperimentConfig
@@ -54,18 +54,29 @@ def load_run(run_dir):
     UsageError when model.keras is not the model config.yaml describes (before any data work)."""
     run_dir = pathlib.Path(run_dir)
     if not run_dir.is_dir():
-        raise RunDirError(f"run directory {run_dir} does not exist", "an existing directory",
-                          "pass the --run-dir of a training run")
+        raise RunDirError(
+            f"run directory {run_dir} does not exist",
+            "an existing directory",
+            "pass the --run-dir of a training run",
+        )
     model_path = run_dir / "model.keras"
     if not model_path.is_file():
-        raise RunDirError(f"{run_dir} holds no trained model",
-                          "model.keras, which training writes when it finishes",
-                          f"train with `python -m arena_tf.train ... --run-dir {run_dir}` first")
+        raise RunDirError(
+            f"{run_dir} holds no trained model",
+            "model.keras, which training writes when it finishes",
+            f"train with `python -m arena_tf.train ... --run-dir {run_dir}` first",
+        )
     config = read_config(run_dir)
     check_analysable(config.model.attention)
     run = Run(run_dir, config, keras.saving.load_model(model_path))
-    check_pair(run.encoder.config.to_dict(), config.model.to_dict(), model_path,
-               run_dir / "config.yaml", config.task.name, config.task)
+    check_pair(
+        run.encoder.config.to_dict(),
+        config.model.to_dict(),
+        model_path,
+        run_dir / "config.yaml",
+        config.task.name,
+        config.task,
+    )
     return run
 
 
@@ -76,7 +87,8 @@ def check_analysable(mechanism):
         raise UsageError(
             f"{mechanism} is a state-space mixer: it has no attention weights to recover",
             f"a run of an attention mechanism ({', '.join(attention)})",
-            "analyse a run of one of them")
+            "analyse a run of one of them",
+        )
 
 
 def make_task(config):
@@ -100,6 +112,9 @@ def sequences(task, split, count):
     number of examples they came from."""
     found = examples(task, split, count)
     if not found:
-        raise RunDirError(f"the {split} split of {task.name} is empty", "examples to analyse",
-                          "check the task's data with `python -m arena_tf.data prepare`")
+        raise RunDirError(
+            f"the {split} split of {task.name} is empty",
+            "examples to analyse",
+            "check the task's data with `python -m arena_tf.data prepare`",
+        )
     return np.stack([sequence for inputs, _ in found for sequence in inputs]), len(found)

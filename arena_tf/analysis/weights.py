@@ -52,7 +52,8 @@ def check_length(length):
             f"sequences of {length} positions are too long to recover attention matrices "
             "(ceil(L / head_dim) passes and L^2 floats per head)",
             f"at most {MAX_POSITIONS} positions (the limit is {MAX_POSITIONS} positions)",
-            "analyse a task or model with a shorter max_len")
+            "analyse a task or model with a shorter max_len",
+        )
     return length
 
 
@@ -89,9 +90,7 @@ def probed_weights(attention, q, k, mask):
 def softmax_weights(attention, q, k, mask):
     """Full attention's explicit weights softmax(q k^T / sqrt(d)) over the real keys, one pass."""
     logits = ops.matmul(q * attention.head_dim**-0.5, ops.swapaxes(k, -1, -2))
-    return to_numpy(
-        attention_ops.masked_softmax(logits, attention_ops.key_mask(mask), "float32")
-    )
+    return to_numpy(attention_ops.masked_softmax(logits, attention_ops.key_mask(mask), "float32"))
 
 
 # Mechanism name -> function (layer, q, k, mask) -> A computing its explicit weights in one pass;

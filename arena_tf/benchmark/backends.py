@@ -40,10 +40,20 @@ class Backend:
 
 
 BACKENDS = {
-    "tensorflow": Backend("tensorflow", "TensorFlow", "arena_tf.benchmark.tf_measure",
-                          machine.LIBRARIES, 'pip install -e ".[tf]"'),
-    "jax": Backend("jax", "JAX", "arena_tf.benchmark.jax_measure",
-                   ("jax", "jaxlib", "keras", "numpy"), 'pip install -e ".[jax]"'),
+    "tensorflow": Backend(
+        "tensorflow",
+        "TensorFlow",
+        "arena_tf.benchmark.tf_measure",
+        machine.LIBRARIES,
+        'pip install -e ".[tf]"',
+    ),
+    "jax": Backend(
+        "jax",
+        "JAX",
+        "arena_tf.benchmark.jax_measure",
+        ("jax", "jaxlib", "keras", "numpy"),
+        'pip install -e ".[jax]"',
+    ),
 }
 DEFAULT = "tensorflow"
 
@@ -52,14 +62,18 @@ def lookup(name):
     """The backend `name`; a one-line usage error when it is not one of BACKENDS or its package
     is not installed."""
     if name not in BACKENDS:
-        raise UsageError(f"--backend {name} is not a backend the benchmark measures under",
-                         f"one of {', '.join(BACKENDS)}",
-                         f"pass --backend {DEFAULT} (the default) or another of those")
+        raise UsageError(
+            f"--backend {name} is not a backend the benchmark measures under",
+            f"one of {', '.join(BACKENDS)}",
+            f"pass --backend {DEFAULT} (the default) or another of those",
+        )
     backend = BACKENDS[name]
     if importlib.util.find_spec(backend.name) is None:
-        raise UsageError(f"--backend {name} needs the {name} package, which is not installed",
-                         f"{name} importable by this Python",
-                         f"install it ({backend.install}) or pass --backend {DEFAULT}")
+        raise UsageError(
+            f"--backend {name} needs the {name} package, which is not installed",
+            f"{name} importable by this Python",
+            f"install it ({backend.install}) or pass --backend {DEFAULT}",
+        )
     return backend
 
 
@@ -70,10 +84,12 @@ def check_in_process(backend, in_process):
 
     here = keras.backend.backend()
     if in_process and here != backend.name:
-        raise UsageError(f"--in-process measures in this process, whose Keras backend is {here}",
-                         f"--backend {here} with --in-process (or KERAS_BACKEND={backend.name})",
-                         f"drop --in-process (each measurement then runs in a child with "
-                         f"KERAS_BACKEND={backend.name}) or set KERAS_BACKEND={backend.name}")
+        raise UsageError(
+            f"--in-process measures in this process, whose Keras backend is {here}",
+            f"--backend {here} with --in-process (or KERAS_BACKEND={backend.name})",
+            f"drop --in-process (each measurement then runs in a child with "
+            f"KERAS_BACKEND={backend.name}) or set KERAS_BACKEND={backend.name}",
+        )
 
 
 def current():
@@ -90,8 +106,15 @@ def measure_matmul(spec):
     one (`device_record`)."""
     measurer = current()
     sizes = sorted({min(1024, spec["size"]), min(2048, spec["size"]), spec["size"]})
-    rates = {size: machine.matmul_rate(measurer.matmul_product, size, spec.get("repeats", 10))
-             for size in sizes}
+    rates = {
+        size: machine.matmul_rate(measurer.matmul_product, size, spec.get("repeats", 10))
+        for size in sizes
+    }
     best = max(rates, key=rates.get)
-    return {"gflops": rates[best], "size": best, "by_size": rates,
-            "load": machine.load_average(), **measurer.device_record()}
+    return {
+        "gflops": rates[best],
+        "size": best,
+        "by_size": rates,
+        "load": machine.load_average(),
+        **measurer.device_record(),
+    }

@@ -73,8 +73,9 @@ def _full(s, p):
     (arena_tf/layers/blockwise.py; its backward recomputes the blocks, which the 3x-forward
     convention does not count)."""
     blockwise_from = p.get("blockwise_from")
-    blockwise = (blockwise_from is not None and s.length >= blockwise_from
-                 and not p.get("attention_dropout"))
+    blockwise = (
+        blockwise_from is not None and s.length >= blockwise_from and not p.get("attention_dropout")
+    )
     keys_held = min(p["block_size"], s.length) if blockwise else s.length
     return HeadCost(4 * s.length**2 * s.head_dim, s.length * keys_held)
 
@@ -89,7 +90,9 @@ def _synthesizer(s, p):
     dot = 2 * L * L * d if p["use_dot_product"] else 0
     # Random logits are a [heads, L, L] weight with a gradient of its own.
     weights = 2 * L * L / s.batch if p["mode"] == "random" else 0
-    projections = 1 + bool(p["use_dot_product"]) + bool(p["use_dot_product"] or p["mode"] == "dense")
+    projections = (
+        1 + bool(p["use_dot_product"]) + bool(p["use_dot_product"] or p["mode"] == "dense")
+    )
     return HeadCost(2 * L * L * d + dot + synthetic, L * L + weights, projections)
 
 
@@ -169,8 +172,11 @@ def _s5(s, p):
     # Into the state (real and imaginary B) and out of it (real and imaginary C per direction),
     # over all channels: a layer's cost spread over its heads; the scan is element-wise.
     modes, d = p["state_size"] // 2, s.head_dim
-    return HeadCost(4 * s.length * d * modes * (1 + directions(p)),
-                    4 * s.length * modes / s.heads, projections=1)
+    return HeadCost(
+        4 * s.length * d * modes * (1 + directions(p)),
+        4 * s.length * modes / s.heads,
+        projections=1,
+    )
 
 
 def _mega(s, p):
@@ -209,7 +215,11 @@ def mechanism_params(name, params=None):
     """The mechanism's own constructor parameters: its defaults updated with `params`."""
     cls = attention_layers.lookup(name)
     defaults = {}
-    own = [k for k in cls.__mro__[: cls.__mro__.index(attention_layers.Attention)] if "__init__" in vars(k)]
+    own = [
+        k
+        for k in cls.__mro__[: cls.__mro__.index(attention_layers.Attention)]
+        if "__init__" in vars(k)
+    ]
     for klass in reversed(own):
         for param in inspect.signature(klass.__init__).parameters.values():
             if param.default is not param.empty:
@@ -226,8 +236,9 @@ def attention_cost(name, shape, params=None):
     head = FORMULAS[name](shape, mechanism_params(name, params))
     projection = 2 * shape.batch * shape.length * shape.width * shape.width
     per_head = shape.batch * shape.heads
-    return Cost((head.projections + 1) * projection + per_head * head.flops,
-                per_head * head.elements)
+    return Cost(
+        (head.projections + 1) * projection + per_head * head.flops, per_head * head.elements
+    )
 
 
 def model_train_flops(name, shape, params, num_layers, mlp_dim):
@@ -246,9 +257,7 @@ def profiled_flops(concrete_function, op_types=MATMUL_OPS):
     options = builder(builder.float_operation()).with_empty_output()
     if op_types is not None:
         options = options.with_accounted_types([f"^{op}$" for op in op_types])
-    profile = tf.compat.v1.profiler.profile(
-        graph=concrete_function.graph, options=options.build()
-    )
+    profile = tf.compat.v1.profiler.profile(graph=concrete_function.graph, options=options.build())
     return profile.total_float_ops or None
 
 

@@ -64,11 +64,37 @@ class Sizes:
     budgets: dict
 
 
-FULL = Sizes(((1024, 4), (4096, 4), (16384, 1), (65536, 1)), 8, 64, lra_table2.DEFAULT_LENGTHS,
-             32, {}, 2000, 32, {}, 10, 1.5, 8192, {"layers": 230, "table2": 120, "listops": 80})
+FULL = Sizes(
+    ((1024, 4), (4096, 4), (16384, 1), (65536, 1)),
+    8,
+    64,
+    lra_table2.DEFAULT_LENGTHS,
+    32,
+    {},
+    2000,
+    32,
+    {},
+    10,
+    1.5,
+    8192,
+    {"layers": 230, "table2": 120, "listops": 80},
+)
 TINY_MODEL = {"num_layers": 1, "num_heads": 2, "emb_dim": 16, "qkv_dim": 16, "mlp_dim": 32}
-DRY_RUN = Sizes(((64, 2),), 2, 8, (64,), 2, TINY_MODEL, 96, 2, TINY_MODEL, 2, 0.2, 256,
-                {"layers": 120, "table2": 60, "listops": 60})
+DRY_RUN = Sizes(
+    ((64, 2),),
+    2,
+    8,
+    (64,),
+    2,
+    TINY_MODEL,
+    96,
+    2,
+    TINY_MODEL,
+    2,
+    0.2,
+    256,
+    {"layers": 120, "table2": 60, "listops": 60},
+)
 
 
 def today():
@@ -82,10 +108,15 @@ def commit():
     if os.environ.get("ARENA_TF_COMMIT"):
         return os.environ["ARENA_TF_COMMIT"]
     try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown (no git here and no ARENA_TF_COMMIT)"
     return head + ("+dirty" if dirty else "")
@@ -95,16 +126,20 @@ def check_backend(dry_run):
     """A usage error unless Keras runs on JAX and (without --dry-run) the device is a GPU."""
     backend = keras.backend.backend()
     if backend != "jax":
-        raise UsageError(f"`benchmark gpu` measures under JAX; this process's Keras backend is "
-                         f"{backend}", "KERAS_BACKEND=jax",
-                         "run it as KERAS_BACKEND=jax python -m arena_tf.benchmark gpu ...")
+        raise UsageError(
+            f"`benchmark gpu` measures under JAX; this process's Keras backend is {backend}",
+            "KERAS_BACKEND=jax",
+            "run it as KERAS_BACKEND=jax python -m arena_tf.benchmark gpu ...",
+        )
     import jax  # jax: optional, only under the JAX backend
 
     platform = jax.devices()[0].platform
     if platform != "gpu" and not dry_run:
-        raise UsageError(f"no GPU here (JAX's device is {platform})", "a GPU, or --dry-run",
-                         "run it on a GPU (tools/gpu_benchmark.sh) or pass --dry-run for the "
-                         "tiny sizes")
+        raise UsageError(
+            f"no GPU here (JAX's device is {platform})",
+            "a GPU, or --dry-run",
+            "run it on a GPU (tools/gpu_benchmark.sh) or pass --dry-run for the tiny sizes",
+        )
 
 
 def device():
@@ -113,17 +148,22 @@ def device():
 
     first = jax.devices()[0]
     limit = (first.memory_stats() or {}).get("bytes_limit")
-    return {"kind": first.device_kind, "platform": first.platform,
-            "memory_gb": None if limit is None else limit / 1e9}
+    return {
+        "kind": first.device_kind,
+        "platform": first.platform,
+        "memory_gb": None if limit is None else limit / 1e9,
+    }
 
 
 def matmul_rates(size):
     """{bf16, fp32} TFLOP/s of a jitted [size, size] matmul (the best of 10 calls)."""
     from arena_tf.benchmark import jax_measure  # imports jax: only under the JAX backend
 
-    return {name: machine.matmul_rate(functools.partial(jax_measure.matmul_product, dtype=dtype),
-                                      size) / 1e3
-            for name, dtype in (("bf16", "bfloat16"), ("fp32", "float32"))}
+    return {
+        name: machine.matmul_rate(functools.partial(jax_measure.matmul_product, dtype=dtype), size)
+        / 1e3
+        for name, dtype in (("bf16", "bfloat16"), ("fp32", "float32"))
+    }
 
 
 class Clock:
@@ -152,8 +192,12 @@ def measured(row, measure, clock):
         return {**row, **measure(), "status": "measured", "date": today()}
     except Exception as error:  # noqa: BLE001 (a failed row is a result; the run goes on)
         line = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
-        return {**row, "status": "failed", "error": f"{type(error).__name__}: {line}",
-                "date": today()}
+        return {
+            **row,
+            "status": "failed",
+            "error": f"{type(error).__name__}: {line}",
+            "date": today(),
+        }
 
 
 def set_precision(precision):
@@ -165,8 +209,9 @@ def set_precision(precision):
 
 def first(names, leading):
     """`names` with those of `leading` first (the rows the targets need, measured first)."""
-    return [name for name in leading if name in names] + \
-        [name for name in names if name not in leading]
+    return [name for name in leading if name in names] + [
+        name for name in names if name not in leading
+    ]
 
 
 def layer_rows(mechanisms, sizes):
@@ -175,8 +220,13 @@ def layer_rows(mechanisms, sizes):
     for precision in PRECISIONS:
         for length, batch in sizes.layer_shapes:
             for name in (FUSED_PEER, *first(mechanisms, ("full", "bigbird"))):
-                yield {"part": "layers", "name": name, "length": length, "batch": batch,
-                       "precision": precision}
+                yield {
+                    "part": "layers",
+                    "name": name,
+                    "length": length,
+                    "batch": batch,
+                    "precision": precision,
+                }
 
 
 def measure_layer(row, sizes, cap_gb, on_gpu):
@@ -189,9 +239,16 @@ def measure_layer(row, sizes, cap_gb, on_gpu):
     if skipped:
         raise MemoryError(f"skipped: {skipped}")
     set_precision(row["precision"])
-    spec = {"name": row["name"], "shape": layer_sweep.shape_dict(shape), "stages": ["train"],
-            "repeats": sizes.repeats, "max_seconds": sizes.max_seconds, "warmup": 1,
-            "profile": False, "params": entry.params}
+    spec = {
+        "name": row["name"],
+        "shape": layer_sweep.shape_dict(shape),
+        "stages": ["train"],
+        "repeats": sizes.repeats,
+        "max_seconds": sizes.max_seconds,
+        "warmup": 1,
+        "profile": False,
+        "params": entry.params,
+    }
     if peer:
         implementation = "cudnn" if on_gpu and row["precision"] == "bf16" else "xla"
         spec["params"] = {"implementation": implementation}
@@ -199,14 +256,20 @@ def measure_layer(row, sizes, cap_gb, on_gpu):
     else:
         result = layer_sweep.measure(spec)
     train = result["train"]
-    return {"ms": train["median_ms"], "train": train, "kernel": result["kernel"],
-            "memory_mb": needed_mb(train["compiled"]), "train_flops": cost.train_flops}
+    return {
+        "ms": train["median_ms"],
+        "train": train,
+        "kernel": result["kernel"],
+        "memory_mb": needed_mb(train["compiled"]),
+        "train_flops": cost.train_flops,
+    }
 
 
 def needed_mb(analysed):
     """What XLA's memory analysis says a compiled executable needs, MiB."""
-    return (analysed["argument_mb"] + analysed["output_mb"] + analysed["temp_mb"]
-            - analysed["alias_mb"])
+    return (
+        analysed["argument_mb"] + analysed["output_mb"] + analysed["temp_mb"] - analysed["alias_mb"]
+    )
 
 
 # -- parts (b) and (c): training steps ------------------------------------------------------------
@@ -216,27 +279,46 @@ def table2_rows(mechanisms, sizes):
     """Per length, the mechanisms of the paper's Table 2 first."""
     for length in sizes.table2_lengths:
         for name in first(mechanisms, tuple(paper.STEPS_PER_SECOND)):
-            yield {"part": "table2", "name": name, "length": length,
-                   "batch": sizes.table2_batch, "precision": "bf16"}
+            yield {
+                "part": "table2",
+                "name": name,
+                "length": length,
+                "batch": sizes.table2_batch,
+                "precision": "bf16",
+            }
 
 
 def listops_rows(mechanisms, sizes):
     for name in [m for m in LISTOPS_MECHANISMS if m in mechanisms]:
         for precision in PRECISIONS:
-            yield {"part": "listops", "name": name, "length": sizes.listops_length,
-                   "batch": sizes.listops_batch, "precision": precision}
+            yield {
+                "part": "listops",
+                "name": name,
+                "length": sizes.listops_length,
+                "batch": sizes.listops_batch,
+                "precision": precision,
+            }
 
 
 def table2_config(row, sizes):
     model = {**lra_table2.MODEL, **sizes.table2_model}
-    return ModelConfig(attention=row["name"], attention_params=layer_sweep.lra_params(row["name"]),
-                       max_len=row["length"], **model)
+    return ModelConfig(
+        attention=row["name"],
+        attention_params=layer_sweep.lra_params(row["name"]),
+        max_len=row["length"],
+        **model,
+    )
 
 
 def listops_config(row, sizes):
     model = load_experiment("listops", row["name"]).model
-    return dataclasses.replace(model, max_len=row["length"], vocab_size=ListOps.vocab_size,
-                               num_classes=10, **sizes.listops_model)
+    return dataclasses.replace(
+        model,
+        max_len=row["length"],
+        vocab_size=ListOps.vocab_size,
+        num_classes=10,
+        **sizes.listops_model,
+    )
 
 
 CONFIGS = {"table2": table2_config, "listops": listops_config}
@@ -248,25 +330,36 @@ def measure_training(row, sizes, cap_gb):
 
     config = CONFIGS[row["part"]](row, sizes)
     shape = lra_table2.encoder_shape(row["batch"], row["length"])
-    shape = dataclasses.replace(shape, heads=config.num_heads,
-                                head_dim=config.qkv_dim // config.num_heads)
-    flops = costs.model_train_flops(config.attention, shape, config.attention_params,
-                                    config.num_layers, config.mlp_dim)
+    shape = dataclasses.replace(
+        shape, heads=config.num_heads, head_dim=config.qkv_dim // config.num_heads
+    )
+    flops = costs.model_train_flops(
+        config.attention, shape, config.attention_params, config.num_layers, config.mlp_dim
+    )
     set_precision(row["precision"])
     layer = _first_attention(config)
-    result = jax_steps.measure(config, row["batch"], {"repeats": sizes.repeats, "warmup": 1,
-                                                      "max_seconds": sizes.max_seconds})
-    return {**result, "train_flops": flops,
-            "kernel": layer.attention_kernel(row["length"] + 1, training=True)}
+    result = jax_steps.measure(
+        config,
+        row["batch"],
+        {"repeats": sizes.repeats, "warmup": 1, "max_seconds": sizes.max_seconds},
+    )
+    return {
+        **result,
+        "train_flops": flops,
+        "kernel": layer.attention_kernel(row["length"] + 1, training=True),
+    }
 
 
 def _first_attention(config):
     """An attention layer as the model builds it (to name the kernel its steps take)."""
-    return attention_layers.get(config.attention, num_heads=config.num_heads,
-                                head_dim=config.qkv_dim // config.num_heads,
-                                max_len=config.max_len + 1,
-                                attention_dropout=config.attention_dropout,
-                                **config.attention_params)
+    return attention_layers.get(
+        config.attention,
+        num_heads=config.num_heads,
+        head_dim=config.qkv_dim // config.num_heads,
+        max_len=config.max_len + 1,
+        attention_dropout=config.attention_dropout,
+        **config.attention_params,
+    )
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -285,21 +378,33 @@ def run(options, say=print):
     sizes = DRY_RUN if options.dry_run else FULL
     where = device()
     cap_gb = options.memory_cap_gb or 0.9 * (where["memory_gb"] or 16.0)
-    results = {"benchmark": "gpu", "dry_run": options.dry_run, "device": where,
-               "commit": commit(), "started": today(), "sizes": dataclasses.asdict(sizes),
-               "matmul_tflops": matmul_rates(sizes.matmul_size), "rows": []}
-    say(f"gpu benchmark on {where['kind']} ({where['platform']}), commit {results['commit']}; "
+    results = {
+        "benchmark": "gpu",
+        "dry_run": options.dry_run,
+        "device": where,
+        "commit": commit(),
+        "started": today(),
+        "sizes": dataclasses.asdict(sizes),
+        "matmul_tflops": matmul_rates(sizes.matmul_size),
+        "rows": [],
+    }
+    say(
+        f"gpu benchmark on {where['kind']} ({where['platform']}), commit {results['commit']}; "
         f"matmul bf16 {results['matmul_tflops']['bf16']:.1f} TFLOP/s, "
-        f"fp32 {results['matmul_tflops']['fp32']:.1f}")
+        f"fp32 {results['matmul_tflops']['fp32']:.1f}"
+    )
     clock = Clock(sizes.budgets)
-    measures = {"layers": lambda row: measure_layer(row, sizes, cap_gb, where["platform"] == "gpu"),
-                "table2": lambda row: measure_training(row, sizes, cap_gb),
-                "listops": lambda row: measure_training(row, sizes, cap_gb)}
+    measures = {
+        "layers": lambda row: measure_layer(row, sizes, cap_gb, where["platform"] == "gpu"),
+        "table2": lambda row: measure_training(row, sizes, cap_gb),
+        "listops": lambda row: measure_training(row, sizes, cap_gb),
+    }
     for part, rows in plan(options, sizes).items():
         clock.start(part)
         for row in rows:
-            row = measured({**row, "device": where["kind"]},
-                           lambda row=row: measures[part](row), clock)
+            row = measured(
+                {**row, "device": where["kind"]}, lambda row=row: measures[part](row), clock
+            )
             results["rows"].append(row)
             say(gpu_report.describe_row(row))
             files.write_json(options.output, results)
@@ -310,10 +415,12 @@ def run(options, say=print):
     say(f"results in {options.output}; tables in {options.report}")
     if results["rows"] and not any(row["status"] == "measured" for row in results["rows"]):
         first = results["rows"][0]
-        raise RunError(f"no row was measured (the first {first['status']}: "
-                       f"{first.get('reason') or first.get('error')})", "at least one row measured",
-                       f"see {options.output}; a --memory-cap-gb below every row's estimate "
-                       "skips them all")
+        raise RunError(
+            f"no row was measured (the first {first['status']}: "
+            f"{first.get('reason') or first.get('error')})",
+            "at least one row measured",
+            f"see {options.output}; a --memory-cap-gb below every row's estimate skips them all",
+        )
     return results
 
 

@@ -47,8 +47,12 @@ def run(kind, spec, timeout=None, environment=None):
     with tempfile.TemporaryDirectory(prefix="arena_bench_") as tmp:
         out = pathlib.Path(tmp) / "result.json"
         command = [sys.executable, "-m", __name__, kind, json.dumps(spec), str(out)]
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONWARNINGS": "ignore",
-               **(environment or {})}
+        env = {
+            **os.environ,
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PYTHONWARNINGS": "ignore",
+            **(environment or {}),
+        }
         try:
             done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:

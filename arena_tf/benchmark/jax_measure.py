@@ -2,9 +2,9 @@
 
 A layer's call becomes a pure function of (weight values, input) through Keras' `StatelessScope`;
 forward is `jax.jit` of it, forward + backward `jax.jit(jax.grad(...))` of its sum, with gradients
-for the input and every weight (as the TensorFlow path); spec["stages"] may name one of them. Each is lowered and compiled first (the
-seconds it took are stored as `compile_s`, outside the timed calls), then timed by
-`timing.time_calls` with `jax.block_until_ready`.
+for the input and every weight (as the TensorFlow path); spec["stages"] may name one of them. Each
+is lowered and compiled first (the seconds it took are stored as `compile_s`, outside the timed
+calls), then timed by `timing.time_calls` with `jax.block_until_ready`.
 
 Memory: on a device that keeps allocator statistics (a GPU), the peak is its `peak_bytes_in_use`
 after the stage's calls (the high-water mark of the process so far, like the resident set of the
@@ -82,8 +82,9 @@ def peak_memory(executable):
     """{peak_mb, peak_source, compiled}: the device's peak where it has one, else the compiled
     executable's arguments + outputs + temporaries - aliases. Call after the stage's calls."""
     analysed = analysed_mb(executable)
-    needed = analysed["argument_mb"] + analysed["output_mb"] + analysed["temp_mb"] - \
-        analysed["alias_mb"]
+    needed = (
+        analysed["argument_mb"] + analysed["output_mb"] + analysed["temp_mb"] - analysed["alias_mb"]
+    )
     in_use = device_peak_mb()
     source, peak = (COMPILED_PEAK, needed) if in_use is None else (DEVICE_PEAK, in_use)
     return {"peak_mb": peak, "peak_source": source, "compiled": analysed}
@@ -92,8 +93,9 @@ def peak_memory(executable):
 def measure_stage(function, args, spec):
     """Compile `function` for `args`, time its calls (compile excluded), then its memory."""
     executable, compile_s = compiled(function, *args)
-    stats = timing.time_calls(lambda: jax.block_until_ready(executable(*args)),
-                              **timing.call_options(spec))
+    stats = timing.time_calls(
+        lambda: jax.block_until_ready(executable(*args)), **timing.call_options(spec)
+    )
     stats.update(compile_s=compile_s, **peak_memory(executable))
     return stats, executable
 
@@ -102,10 +104,14 @@ def measure_call(call, variables, shape, spec):
     """Time forward and forward + backward of `call(x, training)`, their peak memory and XLA's
     FLOP count. `variables()` gives the (built) weights to differentiate."""
     weights = variables()
-    args = ([weight.value for weight in weights],
-            normal((shape.batch, shape.length, shape.width), spec.get("seed", 0)))
-    stages = {"forward": stateless(call, weights, False),
-              "train": jax.grad(summed(stateless(call, weights, True)), argnums=(0, 1))}
+    args = (
+        [weight.value for weight in weights],
+        normal((shape.batch, shape.length, shape.width), spec.get("seed", 0)),
+    )
+    stages = {
+        "forward": stateless(call, weights, False),
+        "train": jax.grad(summed(stateless(call, weights, True)), argnums=(0, 1)),
+    }
     result, baseline = {"profiled": {}}, memory.current_rss_mb()
     for stage in spec.get("stages", tuple(stages)):
         function = stages[stage]
@@ -131,8 +137,12 @@ def attention_implementation(device):
         return "xla", f"XLA implementation: cuDNN attention needs a GPU, not {device.platform}"
     probe = jnp.zeros(PROBE_SHAPE, jnp.float32)
     try:
-        compiled(functools.partial(jax.nn.dot_product_attention, implementation="cudnn"),
-                 probe, probe, probe)
+        compiled(
+            functools.partial(jax.nn.dot_product_attention, implementation="cudnn"),
+            probe,
+            probe,
+            probe,
+        )
     except Exception as error:  # noqa: BLE001 (any refusal means: not on this device and dtype)
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return "xla", f"XLA implementation: cuDNN refused float32 attention ({reason})"
@@ -144,6 +154,12 @@ def device_record():
     devices and the implementation the jax.nn.dot_product_attention peer uses on it."""
     device = jax.devices()[0]
     implementation, why = attention_implementation(device)
-    return {"device": {"platform": device.platform, "kind": device.device_kind,
-                       "count": jax.device_count(), "attention_implementation": implementation,
-                       "attention_note": why}}
+    return {
+        "device": {
+            "platform": device.platform,
+            "kind": device.device_kind,
+            "count": jax.device_count(),
+            "attention_implementation": implementation,
+            "attention_note": why,
+        }
+    }

@@ -11,11 +11,10 @@ outputs + temporaries - aliased buffers): what the step needs, not a high-water 
 
 import time
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
 import keras
+import numpy as np
 
 from arena_tf.benchmark import jax_measure, timing
 from arena_tf.config import TrainConfig
@@ -37,8 +36,9 @@ def train_step(model, optimizer):
     optimizer variables)."""
 
     def loss_of(trainable, non_trainable, tokens, labels):
-        logits, non_trainable = model.stateless_call(trainable, non_trainable, tokens,
-                                                     training=True)
+        logits, non_trainable = model.stateless_call(
+            trainable, non_trainable, tokens, training=True
+        )
         loss = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
         return jnp.mean(loss), non_trainable
 
@@ -60,12 +60,17 @@ def measure(config, batch, spec):
     rng = np.random.default_rng(0)
     tokens = jnp.asarray(rng.integers(1, config.vocab_size, (batch, config.max_len)), jnp.int32)
     labels = jnp.asarray(rng.integers(0, config.num_classes, batch), jnp.int32)
-    state = ([v.value for v in model.trainable_variables],
-             [v.value for v in model.non_trainable_variables],
-             [v.value for v in optimizer.variables])
+    state = (
+        [v.value for v in model.trainable_variables],
+        [v.value for v in model.non_trainable_variables],
+        [v.value for v in optimizer.variables],
+    )
     start = time.perf_counter()
-    executable = jax.jit(train_step(model, optimizer), donate_argnums=0).lower(
-        state, tokens, labels).compile()
+    executable = (
+        jax.jit(train_step(model, optimizer), donate_argnums=0)
+        .lower(state, tokens, labels)
+        .compile()
+    )
     compile_s = time.perf_counter() - start
     holder = [state]
 
@@ -75,7 +80,14 @@ def measure(config, batch, spec):
 
     stats = timing.time_calls(one_step, **timing.call_options(spec))
     analysed = jax_measure.analysed_mb(executable)
-    needed = analysed["argument_mb"] + analysed["output_mb"] + analysed["temp_mb"] - \
-        analysed["alias_mb"]
-    return {"steps_per_second": 1e3 / stats["median_ms"], "step": stats, "compile_s": compile_s,
-            "memory_mb": needed, "compiled": analysed, "device_peak_mb": jax_measure.device_peak_mb()}
+    needed = (
+        analysed["argument_mb"] + analysed["output_mb"] + analysed["temp_mb"] - analysed["alias_mb"]
+    )
+    return {
+        "steps_per_second": 1e3 / stats["median_ms"],
+        "step": stats,
+        "compile_s": compile_s,
+        "memory_mb": needed,
+        "compiled": analysed,
+        "device_peak_mb": jax_measure.device_peak_mb(),
+    }

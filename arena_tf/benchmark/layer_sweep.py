@@ -1,7 +1,8 @@
 """The layer benchmark: every mechanism (and peer) alone, forward and forward + backward.
 
     python -m arena_tf.benchmark layers --lengths 1024 2048 4096 8192 16384
-    python -m arena_tf.benchmark layers --backend jax --output docs/results/efficiency/layers-jax.json
+    python -m arena_tf.benchmark layers --backend jax \\
+        --output docs/results/efficiency/layers-jax.json
 
 Each (mechanism or peer, length) runs in a fresh process (`isolated`): time of the forward and of
 forward + backward (gradients for the input and every weight), warm-up excluded, median and spread
@@ -69,14 +70,25 @@ def entries(mechanisms, peer_names, device=None):
         peer = peers.lookup(peer_name)
         counterpart = ours(peer.counterpart, peer.counterpart_params)
         if counterpart not in rows:
-            counterpart = ours(peer.counterpart, peer.counterpart_params,
-                               label=f"{peer.counterpart}[{params_text(peer.counterpart_params)}]")
+            counterpart = ours(
+                peer.counterpart,
+                peer.counterpart_params,
+                label=f"{peer.counterpart}[{params_text(peer.counterpart_params)}]",
+            )
             rows.append(counterpart)
         params = peers.build_params(peer_name, device or {})
         label = f"{peer_name}[{params_text(params)}]" if params else peer_name
-        rows.insert(rows.index(counterpart) + 1,
-                    Entry(label, "peer", peer_name, params, counterpart.formula,
-                          {**counterpart.formula_params, **peer.cost_params}))
+        rows.insert(
+            rows.index(counterpart) + 1,
+            Entry(
+                label,
+                "peer",
+                peer_name,
+                params,
+                counterpart.formula,
+                {**counterpart.formula_params, **peer.cost_params},
+            ),
+        )
     return rows
 
 
@@ -90,8 +102,14 @@ def params_text(params):
 def measure(spec):
     """Child entry for our mechanism: build it on the spec's shape and measure it."""
     shape = costs.Shape(**spec["shape"])
-    layer = attention_layers.get(spec["name"], num_heads=shape.heads, head_dim=shape.head_dim,
-                                 max_len=shape.length, seed=spec.get("seed", 0), **spec["params"])
+    layer = attention_layers.get(
+        spec["name"],
+        num_heads=shape.heads,
+        head_dim=shape.head_dim,
+        max_len=shape.length,
+        seed=spec.get("seed", 0),
+        **spec["params"],
+    )
     layer.build((shape.batch, shape.length, shape.width))
     result = measure_layer(layer, lambda x, training: layer(x, training=training), shape, spec)
     return {**result, "kernel": layer.attention_kernel(shape.length, training=True)}
@@ -121,10 +139,16 @@ def planned_row(entry, shape, cap_gb):
     cost = costs.attention_cost(entry.formula, shape, entry.formula_params)
     estimate = memory.estimated_gb(cost, shape)
     return {
-        "label": entry.label, "kind": entry.kind, "name": entry.name, "params": entry.params,
-        "length": shape.length, "shape": shape_dict(shape),
-        "formula_flops": cost.flops, "formula_train_flops": cost.train_flops,
-        "estimated_gb": estimate, "skipped": memory.over_cap(estimate, cap_gb),
+        "label": entry.label,
+        "kind": entry.kind,
+        "name": entry.name,
+        "params": entry.params,
+        "length": shape.length,
+        "shape": shape_dict(shape),
+        "formula_flops": cost.flops,
+        "formula_train_flops": cost.train_flops,
+        "estimated_gb": estimate,
+        "skipped": memory.over_cap(estimate, cap_gb),
     }
 
 
@@ -144,9 +168,15 @@ def run_row(row, entry, options):
     """Measure one planned row in a fresh process; the row with results or an error."""
     if row["skipped"]:
         return row
-    spec = {"name": entry.name, "params": entry.params, "shape": row["shape"],
-            "warmup": options.warmup, "repeats": options.repeats,
-            "max_seconds": options.max_seconds, "profile": not options.no_profile}
+    spec = {
+        "name": entry.name,
+        "params": entry.params,
+        "shape": row["shape"],
+        "warmup": options.warmup,
+        "repeats": options.repeats,
+        "max_seconds": options.max_seconds,
+        "profile": not options.no_profile,
+    }
     result = measurer(options)(entry.kind, spec, timeout=options.timeout)
     return {**row, **result, "load": machine.load_average()}
 
@@ -169,10 +199,12 @@ def describe_row(row):
     if "error" in row:
         return f"{head} failed: {row['error']}"
     fwd, train = row["forward"], row["train"]
-    return (f"{head} forward {fwd['median_ms']:9.1f} ms (IQR {timing.spread(fwd):4.0%})  "
-            f"fwd+bwd {train['median_ms']:9.1f} ms (IQR {timing.spread(train):4.0%})  "
-            f"{memory.describe_peak(train)}  {train['gflops']:6.1f} GFLOP/s "
-            f"({train['matmul_fraction']:.0%} of matmul)  load {row['load']:.1f}")
+    return (
+        f"{head} forward {fwd['median_ms']:9.1f} ms (IQR {timing.spread(fwd):4.0%})  "
+        f"fwd+bwd {train['median_ms']:9.1f} ms (IQR {timing.spread(train):4.0%})  "
+        f"{memory.describe_peak(train)}  {train['gflops']:6.1f} GFLOP/s "
+        f"({train['matmul_fraction']:.0%} of matmul)  load {row['load']:.1f}"
+    )
 
 
 def matmul_rate(options):
@@ -194,9 +226,11 @@ def chosen_backend(options):
         options.peers = own
     foreign = [name for name in options.peers if name not in own]
     if foreign:
-        raise UsageError(f"--peers {' '.join(foreign)}: not a peer under --backend {backend.name}",
-                         f"peers of {backend.name}: {', '.join(own) or 'none'}",
-                         "drop them from --peers or pass the --backend they belong to")
+        raise UsageError(
+            f"--peers {' '.join(foreign)}: not a peer under --backend {backend.name}",
+            f"peers of {backend.name}: {', '.join(own) or 'none'}",
+            "drop them from --peers or pass the --backend they belong to",
+        )
     return backend
 
 
@@ -211,17 +245,25 @@ def describe_backend(record):
     results keep the console they always had)."""
     if "kind" not in record:
         return None
-    return (f"backend: {backends.BACKENDS[record['name']].title} on {record['kind']} "
-            f"({record['platform']}); dot-product attention peer: {record['attention_note']}")
+    return (
+        f"backend: {backends.BACKENDS[record['name']].title} on {record['kind']} "
+        f"({record['platform']}); dot-product attention peer: {record['attention_note']}"
+    )
 
 
 def run(options, say=print):
     """The whole layer sweep; writes options.output after every row and returns the results."""
     backend = chosen_backend(options)
-    shapes = [costs.Shape(options.batch, length, options.heads, options.head_dim)
-              for length in options.lengths]
-    results = {**machine.run_record("layers", options, backend.libraries), "rows": [],
-               "agreement": [], "matmul": [matmul_rate(options)]}
+    shapes = [
+        costs.Shape(options.batch, length, options.heads, options.head_dim)
+        for length in options.lengths
+    ]
+    results = {
+        **machine.run_record("layers", options, backend.libraries),
+        "rows": [],
+        "agreement": [],
+        "matmul": [matmul_rate(options)],
+    }
     results["backend"] = backend_record(backend, results["matmul"][0])
     plan = entries(options.mechanisms, options.peers, results["backend"])
     device = describe_backend(results["backend"])
@@ -229,9 +271,13 @@ def run(options, say=print):
         say(device)
     say(f"matmul rate: {results['matmul'][0]['gflops']:.1f} GFLOP/s")
     for peer_name in options.peers:
-        checked = peers.check_agreement(peer_name, options.agreement_length, measurer(options),
-                                        options.timeout,
-                                        peers.build_params(peer_name, results["backend"]))
+        checked = peers.check_agreement(
+            peer_name,
+            options.agreement_length,
+            measurer(options),
+            options.timeout,
+            peers.build_params(peer_name, results["backend"]),
+        )
         results["agreement"].append(checked)
         say(peers.describe_agreement(checked))
     for shape in shapes:
@@ -249,6 +295,8 @@ def run(options, say=print):
             add_rates(row, best)
     results.update(finished=time.strftime("%Y-%m-%d %H:%M:%S"), load_end=machine.load_average())
     files.write_json(options.output, results)
-    say(f"matmul rate at the end: {results['matmul'][-1]['gflops']:.1f} GFLOP/s; "
-        f"results in {options.output}")
+    say(
+        f"matmul rate at the end: {results['matmul'][-1]['gflops']:.1f} GFLOP/s; "
+        f"results in {options.output}"
+    )
     return results

@@ -1,13 +1,15 @@
 """LRA Table 2 on this machine: training steps per second and peak memory of the byte-level text
 classifier (4 layers, 4 heads, width 256, MLP 1024, vocabulary 257, 2 classes) at 1K-4K tokens.
 
-    python -m arena_tf.benchmark train --batch 32 --steps 2 --memory-cap-gb 20   # docs/results/efficiency
+    python -m arena_tf.benchmark train --batch 32 --steps 2 \\
+        --memory-cap-gb 20   # docs/results/efficiency
 
 Every (mechanism, length, XLA or not, remat or not) trains in a fresh process on random tokens:
 AdamW as in LRA, dropout 0.1, one `tf.function` step (`jit_compile=True` for XLA; `train.remat`'s
 block recomputation with `--remat`), the first steps untimed (they trace and compile). LRA used
-batch 32 on 16 TPU v3 cores; here that takes about an hour for the whole sweep, so batch and steps are options (stated in the output), a batch whose estimated memory
-exceeds the cap is halved until it fits, and `--update` re-measures chosen rows in place.
+batch 32 on 16 TPU v3 cores; here that takes about an hour for the whole sweep, so batch and steps
+are options (stated in the output), a batch whose estimated memory exceeds the cap is halved until
+it fits, and `--update` re-measures chosen rows in place.
 """
 
 import itertools
@@ -28,8 +30,9 @@ from arena_tf.schedules import make_optimizer
 
 DEFAULT_LENGTHS = (1024, 2048, 3072, 4096)
 # The byte-level text classifier of LRA Table 2.
-MODEL = dict(num_layers=4, num_heads=4, emb_dim=256, qkv_dim=256, mlp_dim=1024, vocab_size=257,
-             num_classes=2)
+MODEL = dict(
+    num_layers=4, num_heads=4, emb_dim=256, qkv_dim=256, mlp_dim=1024, vocab_size=257, num_classes=2
+)
 ATTENTION_DROPOUT = ModelConfig.attention_dropout
 
 
@@ -38,35 +41,47 @@ def measure(spec):
     import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     keras.utils.set_random_seed(0)
-    config = ModelConfig(attention=spec["name"], attention_params=spec["params"],
-                         max_len=spec["length"], **MODEL)
+    config = ModelConfig(
+        attention=spec["name"], attention_params=spec["params"], max_len=spec["length"], **MODEL
+    )
     model = build_classifier(config, remat=spec.get("remat", False))
     optimizer = make_optimizer(TrainConfig())
     optimizer.build(model.trainable_variables)
     rng = np.random.default_rng(0)
-    tokens = tf.constant(rng.integers(1, MODEL["vocab_size"], (spec["batch"], spec["length"])),
-                         tf.int32)
+    tokens = tf.constant(
+        rng.integers(1, MODEL["vocab_size"], (spec["batch"], spec["length"])), tf.int32
+    )
     labels = tf.constant(rng.integers(0, MODEL["num_classes"], spec["batch"]), tf.int32)
 
     @tf.function(jit_compile=spec["jit"])
     def step(tokens, labels):
         with tf.GradientTape() as tape:
             logits = model(tokens, training=True)
-            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-                labels, logits, from_logits=True))
-        optimizer.apply(tape.gradient(loss, model.trainable_variables),
-                        model.trainable_variables)
+            loss = tf.reduce_mean(
+                keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+            )
+        optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
         return loss
 
     baseline = memory.current_rss_mb()
     start = time.perf_counter()
     step(tokens, labels).numpy()
     first = time.perf_counter() - start
-    stats = timing.time_calls(lambda: step(tokens, labels).numpy(), warmup=spec["warmup"] - 1,
-                              repeats=spec["steps"], max_seconds=spec["max_seconds"], min_repeats=2)
-    return {"first_step_s": first, "step": stats, "steps_per_second": 1e3 / stats["median_ms"],
-            "peak_mb": memory.peak_rss_mb() - baseline, "baseline_mb": baseline,
-            "peak_rss_mb": memory.peak_rss_mb()}
+    stats = timing.time_calls(
+        lambda: step(tokens, labels).numpy(),
+        warmup=spec["warmup"] - 1,
+        repeats=spec["steps"],
+        max_seconds=spec["max_seconds"],
+        min_repeats=2,
+    )
+    return {
+        "first_step_s": first,
+        "step": stats,
+        "steps_per_second": 1e3 / stats["median_ms"],
+        "peak_mb": memory.peak_rss_mb() - baseline,
+        "baseline_mb": baseline,
+        "peak_rss_mb": memory.peak_rss_mb(),
+    }
 
 
 # -- the sweep (parent process) -----------------------------------------------------------------
@@ -74,7 +89,9 @@ def measure(spec):
 
 def encoder_shape(batch, length):
     """Shape the attention sees: the CLS token adds one position."""
-    return costs.Shape(batch, length + 1, MODEL["num_heads"], MODEL["qkv_dim"] // MODEL["num_heads"])
+    return costs.Shape(
+        batch, length + 1, MODEL["num_heads"], MODEL["qkv_dim"] // MODEL["num_heads"]
+    )
 
 
 def fitting_batch(name, params, batch, length, cap_gb):
@@ -96,25 +113,35 @@ def planned_row(name, length, jit, remat, options):
     batch, estimate = fitting_batch(name, params, options.batch, length, options.memory_cap_gb)
     shape = encoder_shape(batch, length)
     return {
-        "name": name, "params": params, "length": length, "jit": jit, "remat": remat,
+        "name": name,
+        "params": params,
+        "length": length,
+        "jit": jit,
+        "remat": remat,
         "batch": batch,
         "requested_batch": options.batch,
-        "estimated_gb": estimate, "skipped": memory.over_cap(estimate, options.memory_cap_gb),
-        "train_flops": costs.model_train_flops(name, shape, params, MODEL["num_layers"],
-                                               MODEL["mlp_dim"]),
+        "estimated_gb": estimate,
+        "skipped": memory.over_cap(estimate, options.memory_cap_gb),
+        "train_flops": costs.model_train_flops(
+            name, shape, params, MODEL["num_layers"], MODEL["mlp_dim"]
+        ),
     }
 
 
 def describe_row(row):
-    head = f"{row['name']:<12} L={row['length']:<5} {'XLA' if row['jit'] else '   '} " \
-           f"{'remat' if row.get('remat') else '     '} batch {row['batch']:<3}"
+    head = (
+        f"{row['name']:<12} L={row['length']:<5} {'XLA' if row['jit'] else '   '} "
+        f"{'remat' if row.get('remat') else '     '} batch {row['batch']:<3}"
+    )
     if row.get("skipped"):
         return f"{head} skipped: {row['skipped']}"
     if "error" in row:
         return f"{head} failed: {row['error']}"
-    return (f"{head} {row['steps_per_second']:7.3f} steps/s (IQR {timing.spread(row['step']):4.0%}) "
-            f"peak +{row['peak_mb']:7.0f} MB  first step {row['first_step_s']:6.1f} s  "
-            f"load {row['load']:.1f}")
+    return (
+        f"{head} {row['steps_per_second']:7.3f} steps/s (IQR {timing.spread(row['step']):4.0%}) "
+        f"peak +{row['peak_mb']:7.0f} MB  first step {row['first_step_s']:6.1f} s  "
+        f"load {row['load']:.1f}"
+    )
 
 
 def starting_results(options):
@@ -125,13 +152,18 @@ def starting_results(options):
         return fresh, None
     path = pathlib.Path(options.output)
     if not path.exists():
-        raise UsageError(f"--update re-measures rows of {path}, which does not exist",
-                         "an existing results file", "run without --update first")
+        raise UsageError(
+            f"--update re-measures rows of {path}, which does not exist",
+            "an existing results file",
+            "run without --update first",
+        )
     results = json.loads(path.read_text())
     if results.get("model") != MODEL:
-        raise UsageError(f"{path} measured another model ({results.get('model')})",
-                         f"results of the model {MODEL}",
-                         "--update can only replace rows of the same model; run without it")
+        raise UsageError(
+            f"{path} measured another model ({results.get('model')})",
+            f"results of the model {MODEL}",
+            "--update can only replace rows of the same model; run without it",
+        )
     update = {key: fresh[key] for key in ("started", "load_start", "options")}
     results.setdefault("updates", []).append(update)
     return results, update
@@ -155,24 +187,35 @@ def run(options, say=print):
     """The whole training sweep; writes options.output after every row and returns the results.
     With `options.update` the rows measured now replace those of the existing output."""
     results, update = starting_results(options)
-    say(f"training benchmark: batch {options.batch} (halved where memory needs), "
-        f"{options.warmup} untimed + {options.steps} timed steps, lengths {options.lengths}")
-    plans = itertools.product(options.lengths, options.mechanisms, options.xla_modes,
-                              options.remat_modes)
+    say(
+        f"training benchmark: batch {options.batch} (halved where memory needs), "
+        f"{options.warmup} untimed + {options.steps} timed steps, lengths {options.lengths}"
+    )
+    plans = itertools.product(
+        options.lengths, options.mechanisms, options.xla_modes, options.remat_modes
+    )
     for length, name, jit, remat in plans:
         row = planned_row(name, length, jit, remat, options)
         if not row["skipped"]:
-            spec = {"name": name, "params": row["params"], "length": length, "jit": jit,
-                    "remat": remat, "batch": row["batch"], "warmup": options.warmup,
-                    "steps": options.steps, "max_seconds": options.max_seconds}
+            spec = {
+                "name": name,
+                "params": row["params"],
+                "length": length,
+                "jit": jit,
+                "remat": remat,
+                "batch": row["batch"],
+                "warmup": options.warmup,
+                "steps": options.steps,
+                "max_seconds": options.max_seconds,
+            }
             measure = isolated.runner(options.in_process)
-            row.update(measure("train", spec, timeout=options.timeout),
-                       load=machine.load_average())
+            row.update(measure("train", spec, timeout=options.timeout), load=machine.load_average())
         place(results["rows"], row)
         say(describe_row(row))
         files.write_json(options.output, results)
-    (update or results).update(finished=time.strftime("%Y-%m-%d %H:%M:%S"),
-                               load_end=machine.load_average())
+    (update or results).update(
+        finished=time.strftime("%Y-%m-%d %H:%M:%S"), load_end=machine.load_average()
+    )
     files.write_json(options.output, results)
     say(f"results in {options.output}")
     return results

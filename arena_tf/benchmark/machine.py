@@ -12,9 +12,16 @@ from arena_tf.host import cpu_model
 
 LIBRARIES = ("tensorflow", "keras", "tf-keras", "tf-models-official", "numpy")
 # Environment variables that set how many threads the math libraries and TensorFlow use.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_ENABLE_ONEDNN_OPTS",
-                    "KMP_AFFINITY", "KMP_BLOCKTIME")
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "KMP_AFFINITY",
+    "KMP_BLOCKTIME",
+)
 # Single-precision floats in one vector register, by the widest vector instruction set; each FMA
 # unit does one fused multiply-add (2 FLOPs) per float per cycle, and a core is taken to have 2.
 VECTOR_FLOATS = {"avx512f": 16, "avx2": 8}
@@ -74,13 +81,19 @@ def physical_peak(fields):
     and a CPU with one FMA unit per core reaches only half of it."""
     flags = set(fields.get("Flags", "").split())
     widest = next((name for name in VECTOR_FLOATS if name in flags), None)
-    cores = count(fields, "Core(s) per socket") * (count(fields, "Socket(s)") or 1) or \
-        os.cpu_count()
+    cores = (
+        count(fields, "Core(s) per socket") * (count(fields, "Socket(s)") or 1) or os.cpu_count()
+    )
     mhz = cpu_mhz(fields)
     per_cycle = FMA_UNITS * VECTOR_FLOATS[widest] * 2 if widest else None
     gflops = cores * mhz * per_cycle / 1e3 if per_cycle and mhz else None
-    return {"cores": cores, "mhz": mhz, "flags": sorted(flags & {"avx2", "avx512f", "fma"}),
-            "flops_per_cycle": per_cycle, "gflops": gflops}
+    return {
+        "cores": cores,
+        "mhz": mhz,
+        "flags": sorted(flags & {"avx2", "avx512f", "fma"}),
+        "flops_per_cycle": per_cycle,
+        "gflops": gflops,
+    }
 
 
 def count(fields, key):
@@ -143,8 +156,17 @@ def matmul_rate(product, size=2048, repeats=10):
 def run_record(benchmark, options, libraries=LIBRARIES):
     """The header of a results file: machine (with the versions of `libraries`), options
     (JSON-safe), start time and load."""
-    shown = {key: value if isinstance(value, (int, float, str, bool, list, tuple, type(None)))
-             else str(value)
-             for key, value in vars(options).items() if key not in ("command", "run")}
-    return {"benchmark": benchmark, "machine": describe(libraries), "options": shown,
-            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "load_start": load_average()}
+    shown = {
+        key: value
+        if isinstance(value, (int, float, str, bool, list, tuple, type(None)))
+        else str(value)
+        for key, value in vars(options).items()
+        if key not in ("command", "run")
+    }
+    return {
+        "benchmark": benchmark,
+        "machine": describe(libraries),
+        "options": shown,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "load_start": load_average(),
+    }

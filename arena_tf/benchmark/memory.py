@@ -25,9 +25,12 @@ PEAK_SOURCES = {
     RESIDENT_SET: ("peak +{:7.0f} MB", "MB above baseline"),
     "xla_memory_analysis": (
         "peak {:7.0f} MB (XLA memory analysis)",
-        "MB: XLA's memory analysis of the compiled executable, arguments + outputs + temporaries"),
-    "device_peak_bytes_in_use": ("peak {:7.0f} MB (device peak)",
-                                 "MB: the device's peak_bytes_in_use"),
+        "MB: XLA's memory analysis of the compiled executable, arguments + outputs + temporaries",
+    ),
+    "device_peak_bytes_in_use": (
+        "peak {:7.0f} MB (device peak)",
+        "MB: the device's peak_bytes_in_use",
+    ),
 }
 
 
@@ -68,8 +71,10 @@ def over_cap(estimate_gb, cap_gb, available=None):
         return f"estimated {estimate_gb:.1f} GB exceeds the {cap_gb:g} GB memory cap"
     available = available_gb() if available is None else available
     if estimate_gb > available:
-        return (f"estimated {estimate_gb:.1f} GB exceeds the {available:.1f} GB of memory "
-                "available on this machine")
+        return (
+            f"estimated {estimate_gb:.1f} GB exceeds the {available:.1f} GB of memory "
+            "available on this machine"
+        )
     return None
 
 

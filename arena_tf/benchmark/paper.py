@@ -48,8 +48,15 @@ MEMORY_GB = {
 }
 
 # Speed at 4K relative to the transformer, as the paper states it.
-SPEEDUP_4K = {"performer": 5.7, "linformer": 5.5, "linear": 5.6, "local": 5.3, "sinkhorn": 3.8,
-              "bigbird": 1.1, "reformer": 0.8}
+SPEEDUP_4K = {
+    "performer": 5.7,
+    "linformer": 5.5,
+    "linear": 5.6,
+    "local": 5.3,
+    "sinkhorn": 3.8,
+    "bigbird": 1.1,
+    "reformer": 0.8,
+}
 
 
 def average_accuracy(name):

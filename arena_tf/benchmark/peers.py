@@ -74,25 +74,52 @@ class Peer:
 DENSE = {"blockwise_from": None}
 
 PEERS = {
-    "keras_mha": Peer("keras.layers.MultiHeadAttention (Keras 3)", "full", {}, "_keras_mha", True,
-                      cost_params=DENSE),
+    "keras_mha": Peer(
+        "keras.layers.MultiHeadAttention (Keras 3)",
+        "full",
+        {},
+        "_keras_mha",
+        True,
+        cost_params=DENSE,
+    ),
     "kernel_exp": Peer(
-        "KernelAttention(exp), tf-models-official", "performer",
-        {"num_features": 256, "kernel": "exp"}, "_kernel_exp", True, 0.3, package=MODEL_GARDEN,
+        "KernelAttention(exp), tf-models-official",
+        "performer",
+        {"num_features": 256, "kernel": "exp"},
+        "_kernel_exp",
+        True,
+        0.3,
+        package=MODEL_GARDEN,
         note=(
             "shifts features by the largest exponent of the whole batch and adds 1e-6 to the "
             "normaliser, so on unit-scale inputs its output collapses towards zero (see "
             "AGREEMENT_TOLERANCE in arena_tf/benchmark/peers.py); compared on inputs x 0.3"
         ),
     ),
-    "kernel_elu": Peer("KernelAttention(elu), tf-models-official", "linear", {}, "_kernel_elu",
-                       True, package=MODEL_GARDEN),
-    "bigbird_tfm": Peer("BigBirdAttention, tf-models-official", "bigbird",
-                        {"block_size": 64, "num_random_blocks": 3}, "_bigbird", False,
-                        package=MODEL_GARDEN),
+    "kernel_elu": Peer(
+        "KernelAttention(elu), tf-models-official",
+        "linear",
+        {},
+        "_kernel_elu",
+        True,
+        package=MODEL_GARDEN,
+    ),
+    "bigbird_tfm": Peer(
+        "BigBirdAttention, tf-models-official",
+        "bigbird",
+        {"block_size": 64, "num_random_blocks": 3},
+        "_bigbird",
+        False,
+        package=MODEL_GARDEN,
+    ),
     "block_sparse": Peer(
-        "BlockSparseAttention, tf-models-official", "local", {"block_size": 64}, "_block_sparse",
-        True, package=MODEL_GARDEN, note=(
+        "BlockSparseAttention, tf-models-official",
+        "local",
+        {"block_size": 64},
+        "_block_sparse",
+        True,
+        package=MODEL_GARDEN,
+        note=(
             "normalises each block's softmax over the queries, not the keys: its tf_keras "
             "MultiHeadAttention base sets the softmax axis for rank-4 scores [B, N, T, S] "
             "(axis 3), "
@@ -105,9 +132,15 @@ PEERS = {
 
 
 JAX_PEERS = {
-    "jax_dpa": Peer("jax.nn.dot_product_attention (JAX)", "full", {}, "_jax_dot_product", True,
-                    device_params={"implementation": "attention_implementation"},
-                    cost_params=DENSE),
+    "jax_dpa": Peer(
+        "jax.nn.dot_product_attention (JAX)",
+        "full",
+        {},
+        "_jax_dot_product",
+        True,
+        device_params={"implementation": "attention_implementation"},
+        cost_params=DENSE,
+    ),
 }
 # Keras backend -> its peers (a peer is a layer of one backend only).
 BY_BACKEND = {"tensorflow": PEERS, "jax": JAX_PEERS}
@@ -164,20 +197,26 @@ def key_mask(mask, length):
 
 def _multi_head(cls, path, shape, **arguments):
     """A MultiHeadAttention-style peer, `layer(x, x, attention_mask=[B, T, S])`."""
-    layer, constructor = _constructed(cls, path, num_heads=shape.heads, key_dim=shape.head_dim,
-                                      **arguments)
+    layer, constructor = _constructed(
+        cls, path, num_heads=shape.heads, key_dim=shape.head_dim, **arguments
+    )
 
     def call(x, training, mask=None):
         masks = None if mask is None else key_mask(mask, shape.length)
         return layer(x, x, attention_mask=masks, training=training)
 
-    return Built(layer, call, constructor, "attention_mask [batch, T, S] bool: the padding mask "
-                 "of the keys repeated for every query")
+    return Built(
+        layer,
+        call,
+        constructor,
+        "attention_mask [batch, T, S] bool: the padding mask of the keys repeated for every query",
+    )
 
 
 def _keras_mha(shape, seed):
-    return _multi_head(keras.layers.MultiHeadAttention, "keras.layers.MultiHeadAttention", shape,
-                       seed=seed)
+    return _multi_head(
+        keras.layers.MultiHeadAttention, "keras.layers.MultiHeadAttention", shape, seed=seed
+    )
 
 
 def _kernel(shape, seed, **params):
@@ -187,8 +226,13 @@ def _kernel(shape, seed, **params):
     )
 
     layer, constructor = _constructed(
-        KernelAttention, "official.nlp.modeling.layers.kernel_attention.KernelAttention",
-        num_heads=shape.heads, key_dim=shape.head_dim, seed=seed, **params)
+        KernelAttention,
+        "official.nlp.modeling.layers.kernel_attention.KernelAttention",
+        num_heads=shape.heads,
+        key_dim=shape.head_dim,
+        seed=seed,
+        **params,
+    )
 
     def call(x, training, mask=None):
         masks = None if mask is None else tf.cast(mask, x.dtype)
@@ -208,31 +252,48 @@ def _kernel_elu(shape, seed):
 def _bigbird(shape, seed):
     import tensorflow as tf  # tensorflow: not imported under the JAX backend
     from official.nlp.modeling.layers.bigbird_attention import (  # optional (tf-models-official)
-        BigBirdAttention, BigBirdMasks,
+        BigBirdAttention,
+        BigBirdMasks,
     )
 
     layer, constructor = _constructed(
-        BigBirdAttention, "official.nlp.modeling.layers.bigbird_attention.BigBirdAttention",
-        num_heads=shape.heads, key_dim=shape.head_dim, from_block_size=64, to_block_size=64,
-        num_rand_blocks=3, max_rand_mask_length=shape.length, seed=seed)
+        BigBirdAttention,
+        "official.nlp.modeling.layers.bigbird_attention.BigBirdAttention",
+        num_heads=shape.heads,
+        key_dim=shape.head_dim,
+        from_block_size=64,
+        to_block_size=64,
+        num_rand_blocks=3,
+        max_rand_mask_length=shape.length,
+        seed=seed,
+    )
     masks = BigBirdMasks(block_size=64)
 
     def call(x, training, mask=None):
         real = tf.ones(tf.shape(x)[:2], x.dtype) if mask is None else tf.cast(mask, x.dtype)
         return layer(x, x, attention_mask=masks(x, real), training=training)
 
-    return Built(layer, call, constructor, "attention_mask = BigBirdMasks(block_size=64)(x, "
-                 "padding [batch, L] float), all ones without padding")
+    return Built(
+        layer,
+        call,
+        constructor,
+        "attention_mask = BigBirdMasks(block_size=64)(x, "
+        "padding [batch, L] float), all ones without padding",
+    )
 
 
 def _block_sparse(shape, seed):
-    from official.nlp.modeling.layers.block_sparse_attention import (  # optional (tf-models-official)
+    # optional (tf-models-official)
+    from official.nlp.modeling.layers.block_sparse_attention import (
         MultiHeadAttention,
     )
 
-    return _multi_head(MultiHeadAttention,
-                       "official.nlp.modeling.layers.block_sparse_attention.MultiHeadAttention",
-                       shape, src_block_size=64)
+    return _multi_head(
+        MultiHeadAttention,
+        "official.nlp.modeling.layers.block_sparse_attention.MultiHeadAttention",
+        shape,
+        src_block_size=64,
+    )
 
 
 class DotProductAttention(keras.layers.Layer):
@@ -245,14 +306,20 @@ class DotProductAttention(keras.layers.Layer):
         self.num_heads, self.head_dim, self.implementation = num_heads, head_dim, implementation
         heads = (None, num_heads, head_dim)
         self._query_dense, self._key_dense, self._value_dense = (
-            self._projection("btw,whd->bthd", heads, "hd", seed + i) for i in range(3))
-        self._output_dense = self._projection("bthd,hdw->btw", (None, num_heads * head_dim), "w",
-                                              seed + 3)
+            self._projection("btw,whd->bthd", heads, "hd", seed + i) for i in range(3)
+        )
+        self._output_dense = self._projection(
+            "bthd,hdw->btw", (None, num_heads * head_dim), "w", seed + 3
+        )
 
     @staticmethod
     def _projection(equation, output_shape, bias_axes, seed):
-        return keras.layers.EinsumDense(equation, output_shape, bias_axes=bias_axes,
-                                        kernel_initializer=keras.initializers.GlorotUniform(seed))
+        return keras.layers.EinsumDense(
+            equation,
+            output_shape,
+            bias_axes=bias_axes,
+            kernel_initializer=keras.initializers.GlorotUniform(seed),
+        )
 
     def build(self, input_shape):
         for dense in (self._query_dense, self._key_dense, self._value_dense):
@@ -274,8 +341,13 @@ def dot_product_attention(q, k, v, implementation="xla"):
 
 def _jax_dot_product(shape, seed, implementation="xla"):
     layer, constructor = _constructed(
-        DotProductAttention, "arena_tf.benchmark.peers.DotProductAttention",
-        num_heads=shape.heads, head_dim=shape.head_dim, implementation=implementation, seed=seed)
+        DotProductAttention,
+        "arena_tf.benchmark.peers.DotProductAttention",
+        num_heads=shape.heads,
+        head_dim=shape.head_dim,
+        implementation=implementation,
+        seed=seed,
+    )
     layer.build((shape.batch, shape.length, shape.width))
 
     def call(x, training, mask=None):
@@ -324,9 +396,13 @@ def agreement(spec):
     weights on one input; the largest output difference relative to the largest output."""
     peer_spec = lookup(spec["name"])
     shape = costs.Shape(**spec["shape"])
-    ours = attention_layers.get(peer_spec.counterpart, num_heads=shape.heads,
-                                head_dim=shape.head_dim, max_len=shape.length,
-                                **peer_spec.counterpart_params)
+    ours = attention_layers.get(
+        peer_spec.counterpart,
+        num_heads=shape.heads,
+        head_dim=shape.head_dim,
+        max_len=shape.length,
+        **peer_spec.counterpart_params,
+    )
     layer, call = build(spec["name"], shape, **spec.get("params", {}))
     x = backends.current().normal((shape.batch, shape.length, shape.width), seed=1)
     ours(x)
@@ -338,23 +414,34 @@ def agreement(spec):
         expected, got = np.asarray(ours(x * scale)), np.asarray(call(x * scale, False))
         differences[scale] = float(np.max(np.abs(expected - got)) / np.max(np.abs(expected)))
     difference = differences[peer_spec.agreement_scale]
-    return {"relative_difference": difference, "input_scale": peer_spec.agreement_scale,
-            "unit_scale_difference": differences[1.0], "agrees": difference <= AGREEMENT_TOLERANCE}
+    return {
+        "relative_difference": difference,
+        "input_scale": peer_spec.agreement_scale,
+        "unit_scale_difference": differences[1.0],
+        "agrees": difference <= AGREEMENT_TOLERANCE,
+    }
 
 
 def check_agreement(name, length, measure=isolated.run, timeout=None, params=None):
     """The agreement record of peer `name` (built with `params`), compared (by `measure`, a fresh
     process by default) when it computes the same function."""
     peer = lookup(name)
-    record = {"peer": name, "title": peer.title, "counterpart": peer.counterpart,
-              "counterpart_params": peer.counterpart_params, "length": length,
-              "compared": peer.same_function, "note": peer.note}
+    record = {
+        "peer": name,
+        "title": peer.title,
+        "counterpart": peer.counterpart,
+        "counterpart_params": peer.counterpart_params,
+        "length": length,
+        "compared": peer.same_function,
+        "note": peer.note,
+    }
     built = {"params": params} if params else {}  # TensorFlow's peers have none
     record.update(built)
     if peer.same_function:
         shape = costs.Shape(batch=2, length=length, heads=4, head_dim=64)
-        record.update(measure("agreement", {"name": name, "shape": vars(shape), **built},
-                              timeout=timeout))
+        record.update(
+            measure("agreement", {"name": name, "shape": vars(shape), **built}, timeout=timeout)
+        )
     return record
 
 
@@ -368,7 +455,12 @@ def describe_agreement(record):
         return f"{head} comparison failed: {record['error']}"
     verdict = "agree" if record["agrees"] else "DISAGREE"
     scale = record["input_scale"]
-    at = "" if scale == 1.0 else (f" on inputs x {scale:g}; on unit-scale inputs "
-                                  f"{record['unit_scale_difference']:.1e}")
-    return (f"{head} outputs {verdict} (max relative difference "
-            f"{record['relative_difference']:.1e}{at})")
+    at = (
+        ""
+        if scale == 1.0
+        else (f" on inputs x {scale:g}; on unit-scale inputs {record['unit_scale_difference']:.1e}")
+    )
+    return (
+        f"{head} outputs {verdict} (max relative difference "
+        f"{record['relative_difference']:.1e}{at})"
+    )

@@ -32,15 +32,18 @@ from arena_tf.training.experiment import build_experiment
 
 DTYPES = ("float32", "mixed_bfloat16")
 SHAPES = ("cpu-listops", "cpu-pathfinder")
-ORDER = ("rounds alternate: float32's steps then bfloat16's in even rounds, bfloat16's then "
-         "float32's in odd ones")
+ORDER = (
+    "rounds alternate: float32's steps then bfloat16's in even rounds, bfloat16's then "
+    "float32's in odd ones"
+)
 
 
 def experiment(shape, mechanism):
     """The (config, task) of `mechanism`'s run in suite `shape`, as the suite trains it."""
     suite = suites.load_suite(shape)
-    return build_experiment(suite.tasks[0], mechanism, list(suite.overrides_of(mechanism)),
-                            suite.preset)
+    return build_experiment(
+        suite.tasks[0], mechanism, list(suite.overrides_of(mechanism)), suite.preset
+    )
 
 
 def built(config, policy):
@@ -62,11 +65,13 @@ def training_step(model, optimizer):
     def step(tokens, labels):
         with tf.GradientTape() as tape:
             logits = model(tokens, training=True)
-            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-                labels, logits, from_logits=True))
+            loss = tf.reduce_mean(
+                keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+            )
         variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(optimizer.scale_loss(loss), variables),
-                                      variables))
+        optimizer.apply_gradients(
+            zip(tape.gradient(optimizer.scale_loss(loss), variables), variables)
+        )
         return loss
 
     return step
@@ -102,12 +107,19 @@ def summary(seconds):
     each dtype's median step in ms and steps/s over all its steps."""
     medians = {dtype: [float(np.median(r)) for r in seconds[dtype]] for dtype in DTYPES}
     speedups = [single / half for single, half in zip(*(medians[dtype] for dtype in DTYPES))]
-    result = {"speedups": speedups, "speedup_median": float(np.median(speedups)),
-              "speedup_min": min(speedups), "speedup_max": max(speedups)}
+    result = {
+        "speedups": speedups,
+        "speedup_median": float(np.median(speedups)),
+        "speedup_min": min(speedups),
+        "speedup_max": max(speedups),
+    }
     for dtype in DTYPES:
         every = float(np.median([t for one in seconds[dtype] for t in one]))
-        result[dtype] = {"median_ms": every * 1e3, "steps_per_second": 1 / every,
-                         "round_ms": [m * 1e3 for m in medians[dtype]]}
+        result[dtype] = {
+            "median_ms": every * 1e3,
+            "steps_per_second": 1 / every,
+            "round_ms": [m * 1e3 for m in medians[dtype]],
+        }
     return result
 
 
@@ -122,9 +134,14 @@ def measure(spec):
             steps[dtype](*batch).numpy()
     load_before = machine.load_average()
     seconds = interleaved(steps, batch, spec["rounds"], spec["steps"])
-    return {**summary(seconds), "batch": config.train.batch_size, "length": config.model.max_len,
-            "parameters": models["float32"][0].count_params(),
-            "load_before": load_before, "load": machine.load_average()}
+    return {
+        **summary(seconds),
+        "batch": config.train.batch_size,
+        "length": config.model.max_len,
+        "parameters": models["float32"][0].count_params(),
+        "load_before": load_before,
+        "load": machine.load_average(),
+    }
 
 
 def measure_matmul(spec):
@@ -134,8 +151,10 @@ def measure_matmul(spec):
     import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     size, rng = spec["size"], np.random.default_rng(0)
-    operands = {dtype: [tf.constant(rng.standard_normal((size, size)), dtype) for _ in range(2)]
-                for dtype in ("float32", "bfloat16")}
+    operands = {
+        dtype: [tf.constant(rng.standard_normal((size, size)), dtype) for _ in range(2)]
+        for dtype in ("float32", "bfloat16")
+    }
     seconds = {dtype: [] for dtype in operands}
     for index in range(spec["repeats"] + 1):  # the first call of each is untimed (warm-up)
         for dtype in operands if index % 2 else reversed(operands):
@@ -143,8 +162,11 @@ def measure_matmul(spec):
             tf.linalg.matmul(*operands[dtype]).numpy()
             if index:
                 seconds[dtype].append(time.perf_counter() - start)
-    return {"size": size, **{f"{dtype}_gflops": 2 * size**3 / min(taken) / 1e9
-                             for dtype, taken in seconds.items()}, "load": machine.load_average()}
+    return {
+        "size": size,
+        **{f"{dtype}_gflops": 2 * size**3 / min(taken) / 1e9 for dtype, taken in seconds.items()},
+        "load": machine.load_average(),
+    }
 
 
 def describe_row(row):
@@ -152,17 +174,21 @@ def describe_row(row):
     if "error" in row:
         return f"{head} failed: {row['error']}"
     single, half = (row[dtype] for dtype in DTYPES)
-    return (f"{head} float32 {single['steps_per_second']:6.2f} steps/s  mixed_bfloat16 "
-            f"{half['steps_per_second']:6.2f} steps/s  speed-up {row['speedup_median']:.2f}x "
-            f"[{row['speedup_min']:.2f}-{row['speedup_max']:.2f}]  load {row['load_before']:.1f}"
-            f"-{row['load']:.1f}")
+    return (
+        f"{head} float32 {single['steps_per_second']:6.2f} steps/s  mixed_bfloat16 "
+        f"{half['steps_per_second']:6.2f} steps/s  speed-up {row['speedup_median']:.2f}x "
+        f"[{row['speedup_min']:.2f}-{row['speedup_max']:.2f}]  load {row['load_before']:.1f}"
+        f"-{row['load']:.1f}"
+    )
 
 
 def describe_matmul(rates):
     if "error" in rates:
         return f"matmul rates failed: {rates['error']}"
-    return (f"matmul {rates['size']}x{rates['size']}: float32 {rates['float32_gflops']:.0f} "
-            f"GFLOP/s, bfloat16 {rates['bfloat16_gflops']:.0f} GFLOP/s (best of 5 each)")
+    return (
+        f"matmul {rates['size']}x{rates['size']}: float32 {rates['float32_gflops']:.0f} "
+        f"GFLOP/s, bfloat16 {rates['bfloat16_gflops']:.0f} GFLOP/s (best of 5 each)"
+    )
 
 
 def run(options, say=print):
@@ -170,24 +196,40 @@ def run(options, say=print):
     A UsageError under a Keras backend other than TensorFlow (it times tf.function steps) before
     anything is measured; a RunError, the results written, when no row could be measured."""
     if keras.backend.backend() != "tensorflow":
-        raise cli.UsageError(f"benchmark precision times TensorFlow training steps, but "
-                             f"KERAS_BACKEND={keras.backend.backend()}",
-                             "KERAS_BACKEND=tensorflow (or unset)",
-                             "rerun it without KERAS_BACKEND=jax")
-    results = {**machine.run_record("precision", options), "order": ORDER,
-               "bf16_flags": cpu_precision.native_bf16_flags(), "rows": []}
-    say(f"bfloat16 flags of this CPU: {', '.join(results['bf16_flags']) or 'none'}; "
-        f"{options.rounds} rounds of {options.steps} steps per dtype")
+        raise cli.UsageError(
+            f"benchmark precision times TensorFlow training steps, but "
+            f"KERAS_BACKEND={keras.backend.backend()}",
+            "KERAS_BACKEND=tensorflow (or unset)",
+            "rerun it without KERAS_BACKEND=jax",
+        )
+    results = {
+        **machine.run_record("precision", options),
+        "order": ORDER,
+        "bf16_flags": cpu_precision.native_bf16_flags(),
+        "rows": [],
+    }
+    say(
+        f"bfloat16 flags of this CPU: {', '.join(results['bf16_flags']) or 'none'}; "
+        f"{options.rounds} rounds of {options.steps} steps per dtype"
+    )
     measure_one = isolated.runner(options.in_process)
-    results["matmul"] = measure_one("precision_matmul", {"size": options.matmul_size,
-                                                         "repeats": 5}, timeout=options.timeout)
+    results["matmul"] = measure_one(
+        "precision_matmul", {"size": options.matmul_size, "repeats": 5}, timeout=options.timeout
+    )
     say(describe_matmul(results["matmul"]))
     for shape in options.shapes:
         for mechanism in options.mechanisms:
-            spec = {"shape": shape, "mechanism": mechanism, "rounds": options.rounds,
-                    "steps": options.steps}
-            row = {"shape": shape, "mechanism": mechanism,
-                   **measure_one("precision", spec, timeout=options.timeout)}
+            spec = {
+                "shape": shape,
+                "mechanism": mechanism,
+                "rounds": options.rounds,
+                "steps": options.steps,
+            }
+            row = {
+                "shape": shape,
+                "mechanism": mechanism,
+                **measure_one("precision", spec, timeout=options.timeout),
+            }
             results["rows"].append(row)
             say(describe_row(row))
             files.write_json(options.output, results)
@@ -196,7 +238,9 @@ def run(options, say=print):
     say(f"results in {options.output}")
     failed = [row for row in results["rows"] if "error" in row]
     if results["rows"] and len(failed) == len(results["rows"]):
-        raise cli.RunError(f"no row was measured: all {len(failed)} failed (the first: "
-                           f"{failed[0]['error']})", "at least one row measured",
-                           f"see {options.output}; a --timeout too short fails every row")
+        raise cli.RunError(
+            f"no row was measured: all {len(failed)} failed (the first: {failed[0]['error']})",
+            "at least one row measured",
+            f"see {options.output}; a --timeout too short fails every row",
+        )
     return results

@@ -29,8 +29,16 @@ def op_table(xplane_paths):
     first = tables[0] if isinstance(tables, list) else tables
     columns = [column["id"] for column in first["cols"]]
     rows = [dict(zip(columns, (c["v"] if c else None for c in row["c"]))) for row in first["rows"]]
-    return [{"type": r["type"], "name": r["operation"], "occurrences": r["occurrences"],
-             "self_us": r["total_self_time"]} for r in rows if r["type"] != "IDLE"]
+    return [
+        {
+            "type": r["type"],
+            "name": r["operation"],
+            "occurrences": r["occurrences"],
+            "self_us": r["total_self_time"],
+        }
+        for r in rows
+        if r["type"] != "IDLE"
+    ]
 
 
 def subject(name, shape):
@@ -39,8 +47,9 @@ def subject(name, shape):
         layer, call = peers.build(name, shape)
         return call, lambda: layer.trainable_variables
     entry = layer_sweep.ours(name)
-    layer = attention_layers.get(name, num_heads=shape.heads, head_dim=shape.head_dim,
-                                 max_len=shape.length, **entry.params)
+    layer = attention_layers.get(
+        name, num_heads=shape.heads, head_dim=shape.head_dim, max_len=shape.length, **entry.params
+    )
     layer.build((shape.batch, shape.length, shape.width))
     return (lambda x, training: layer(x, training=training)), lambda: layer.trainable_variables
 
@@ -78,6 +87,8 @@ def run(options, say=print):
     total = sum(op["ms_per_call"] for op in ops)
     say(f"{options.name} {options.stage} at {shape}: {total:.1f} ms of op self time per call")
     for op in ops[: options.top]:
-        say(f"{op['ms_per_call']:9.2f} ms {op['ms_per_call'] / total:6.1%}  {op['type']:<22} "
-            f"{op['name']}")
+        say(
+            f"{op['ms_per_call']:9.2f} ms {op['ms_per_call'] / total:6.1%}  {op['type']:<22} "
+            f"{op['name']}"
+        )
     return ops

@@ -70,14 +70,20 @@ def speedups(rows, ours, peer, stage):
 def peer_targets(rows):
     judged = []
     for ours, peer, minimum in PEER_TARGETS:
-        target = (f"{ours} >= {minimum:g}x as fast as {peer} (forward + backward, {JUDGED_LENGTH}; "
-                  "issue 8, raised by the side-by-side target below)")
+        target = (
+            f"{ours} >= {minimum:g}x as fast as {peer} (forward + backward, {JUDGED_LENGTH}; "
+            "issue 8, raised by the side-by-side target below)"
+        )
         train, forward = speedups(rows, ours, peer, "train"), speedups(rows, ours, peer, "forward")
         if JUDGED_LENGTH not in train:
             judged.append(missing(target, minimum, f"{ours} or {peer} at {JUDGED_LENGTH}"))
             continue
-        detail = "fwd+bwd " + ", ".join(f"{k}: {v:.2f}x" for k, v in train.items()) + \
-            "; forward " + ", ".join(f"{k}: {v:.2f}x" for k, v in forward.items())
+        detail = (
+            "fwd+bwd "
+            + ", ".join(f"{k}: {v:.2f}x" for k, v in train.items())
+            + "; forward "
+            + ", ".join(f"{k}: {v:.2f}x" for k, v in forward.items())
+        )
         value = train[JUDGED_LENGTH]
         judged.append(record(target, value, minimum, value >= minimum, detail))
     return judged
@@ -95,10 +101,13 @@ def pair_target(rows, ours, peer, minimum, aim):
     """Met when the median ratio of every measured configuration of the pair reaches `minimum`
     (configurations the peer cannot run are listed, not judged); None when one failed and none
     missed, or none was measured. The value is the lowest median."""
-    target = (f"{ours} >= {minimum:g}x as fast as {peer} side by side (fwd+bwd, "
-              f"{JUDGED_LENGTH}, every batch and mask)")
-    mine = [row for row in rows
-            if row["pair"] == f"{ours}:{peer}" and row["length"] == JUDGED_LENGTH]
+    target = (
+        f"{ours} >= {minimum:g}x as fast as {peer} side by side (fwd+bwd, "
+        f"{JUDGED_LENGTH}, every batch and mask)"
+    )
+    mine = [
+        row for row in rows if row["pair"] == f"{ours}:{peer}" and row["length"] == JUDGED_LENGTH
+    ]
     medians = [row["ratio_median"] for row in mine if "ratio_median" in row]
     if not medians:
         return missing(target, minimum, f"{ours}:{peer} at {JUDGED_LENGTH} in the pairs results")
@@ -117,10 +126,15 @@ def pair_targets(results):
 
 
 def matmul_fraction_target(rows):
-    target = f"full forward + backward at {JUDGED_LENGTH} >= {MATMUL_FRACTION:.0%} of the matmul rate"
+    target = (
+        f"full forward + backward at {JUDGED_LENGTH} >= {MATMUL_FRACTION:.0%} of the matmul rate"
+    )
     full = measured(rows, "full", JUDGED_LENGTH)
-    fractions = {row.get("label"): row["train"]["matmul_fraction"]
-                 for row in rows if row["length"] == JUDGED_LENGTH and "train" in row}
+    fractions = {
+        row.get("label"): row["train"]["matmul_fraction"]
+        for row in rows
+        if row["length"] == JUDGED_LENGTH and "train" in row
+    }
     lowest = min(fractions, key=fractions.get) if fractions else None
     detail = f"lowest at {JUDGED_LENGTH}: {lowest} ({fractions[lowest]:.1%})" if lowest else ""
     if not full:
@@ -148,8 +162,10 @@ def growth_targets(rows, names=LINEAR_IN_LENGTH, long=16384):
 def exact_memory_target(rows):
     """Peak memory of full's forward + backward at EXACT_LENGTH (one layer), judged on the
     results of its own `layers` run (docs/results/efficiency/exact.json)."""
-    target = (f"full (exact, blockwise) forward + backward at {EXACT_LENGTH} within "
-              f"{EXACT_MEMORY_MB} MB (one layer)")
+    target = (
+        f"full (exact, blockwise) forward + backward at {EXACT_LENGTH} within "
+        f"{EXACT_MEMORY_MB} MB (one layer)"
+    )
     row = measured(rows, "full", EXACT_LENGTH)
     if not row:
         return missing(target, EXACT_MEMORY_MB, f"full at {EXACT_LENGTH}")
@@ -174,12 +190,15 @@ def memory_targets(train_rows):
         target = f"{name} with train.remat: training memory at {JUDGED_LENGTH} <= 1/8 of full's"
         mine = training_row(train_rows, name, JUDGED_LENGTH, remat=True)
         if not (full and mine):
-            judged.append(missing(target, MEMORY_SHARE,
-                                  f"{name} with remat or full at {JUDGED_LENGTH}"))
+            judged.append(
+                missing(target, MEMORY_SHARE, f"{name} with remat or full at {JUDGED_LENGTH}")
+            )
             continue
         value = per_example_memory(mine) / per_example_memory(full)
-        detail = (f"{mine['peak_mb']:.0f} MB (batch {mine['batch']}, remat) vs full "
-                  f"{full['peak_mb']:.0f} MB (batch {full['batch']}), per example")
+        detail = (
+            f"{mine['peak_mb']:.0f} MB (batch {mine['batch']}, remat) vs full "
+            f"{full['peak_mb']:.0f} MB (batch {full['batch']}), per example"
+        )
         judged.append(record(target, value, MEMORY_SHARE, value <= MEMORY_SHARE, detail))
     return judged
 
@@ -217,15 +236,29 @@ def speed_comparison(train_rows, jit=False):
         bound = flops_ratio(train_rows, name, JUDGED_LENGTH)
         nearest = None
         if ours and bound:
-            nearest = min((("paper", published), ("FLOPs", bound)),
-                          key=lambda item: abs(math.log(ours / item[1])))[0]
-        table.append({"name": name, "ours": ours, "paper": published, "flops_ratio": bound,
-                      "nearest": nearest})
+            nearest = min(
+                (("paper", published), ("FLOPs", bound)),
+                key=lambda item: abs(math.log(ours / item[1])),
+            )[0]
+        table.append(
+            {
+                "name": name,
+                "ours": ours,
+                "paper": published,
+                "flops_ratio": bound,
+                "nearest": nearest,
+            }
+        )
     return table
 
 
-def evaluate(layer_results=None, train_results=None, mixer_results=None, pair_results=None,
-             exact_results=None):
+def evaluate(
+    layer_results=None,
+    train_results=None,
+    mixer_results=None,
+    pair_results=None,
+    exact_results=None,
+):
     """Every target's record, from whichever results exist."""
     judged = []
     if layer_results:

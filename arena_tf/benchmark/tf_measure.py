@@ -51,9 +51,11 @@ def thread_settings():
     the cores) and the thread variables of the environment (`machine.thread_environment`)."""
     import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
-    return {"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
-            "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
-            "environment": machine.thread_environment()}
+    return {
+        "intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+        "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
+        "environment": machine.thread_environment(),
+    }
 
 
 def profile(forward, backward, x, enabled):
@@ -65,8 +67,10 @@ def profile(forward, backward, x, enabled):
     import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     spec = tf.TensorSpec(x.shape, x.dtype)
-    graphs = {"forward": forward.get_concrete_function(spec),
-              "train": backward.get_concrete_function(spec)}
+    graphs = {
+        "forward": forward.get_concrete_function(spec),
+        "train": backward.get_concrete_function(spec),
+    }
     return {
         "forward_matmul_flops": costs.profiled_flops(graphs["forward"]),
         "forward_all_flops": costs.profiled_flops(graphs["forward"], op_types=None),

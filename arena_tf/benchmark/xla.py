@@ -25,12 +25,17 @@ PLAN_PATTERN = re.compile(r"Total bytes used: (\d+)")
 
 
 def measure_kernels(spec):
-    """Child entry: best-of-`repeats` seconds of matmuls and of the element-wise pass, XLA or not."""
+    """Child entry: best-of-`repeats` seconds of matmuls and of the element-wise pass, XLA or
+    not."""
     import tensorflow as tf  # tensorflow: not imported under the JAX backend
 
     def best_seconds(function, *args):
-        stats = timing.time_calls(lambda: function(*args).numpy(), warmup=1,
-                                  repeats=spec["repeats"], min_repeats=spec["repeats"])
+        stats = timing.time_calls(
+            lambda: function(*args).numpy(),
+            warmup=1,
+            repeats=spec["repeats"],
+            min_repeats=spec["repeats"],
+        )
         return stats["min_ms"] / 1e3
 
     result = {"matmul_gflops": {}, "elementwise_ms": {}}
@@ -38,9 +43,12 @@ def measure_kernels(spec):
         mode = "xla" if jit else "tf"
         matmul = tf.function(tf.linalg.matmul, jit_compile=jit)
         result["matmul_gflops"][mode] = {
-            str(n): 2 * n**3 / best_seconds(matmul, tf.random.normal([n, n]),
-                                            tf.random.normal([n, n])) / 1e9
-            for n in spec["matmul_sizes"]}
+            str(n): 2
+            * n**3
+            / best_seconds(matmul, tf.random.normal([n, n]), tf.random.normal([n, n]))
+            / 1e9
+            for n in spec["matmul_sizes"]
+        }
         passes = tf.function(lambda x: gelu(x) + tf.nn.softmax(x, axis=-1), jit_compile=jit)
         shape = [spec["batch"], spec["length"] + 1, 1024]
         result["elementwise_ms"][mode] = best_seconds(passes, tf.random.normal(shape)) * 1e3
@@ -49,21 +57,34 @@ def measure_kernels(spec):
 
 def planned_bytes(dump_dir):
     """The largest `Total bytes used` among the memory-usage reports XLA dumped, or None."""
-    totals = [int(match.group(1)) for path in pathlib.Path(dump_dir).glob("*memory-usage-report*")
-              for match in [PLAN_PATTERN.search(path.read_text())] if match]
+    totals = [
+        int(match.group(1))
+        for path in pathlib.Path(dump_dir).glob("*memory-usage-report*")
+        for match in [PLAN_PATTERN.search(path.read_text())]
+        if match
+    ]
     return max(totals, default=None)
 
 
 def measure_step(name, options, jit):
     """One training-step measurement in a fresh process (with XLA's dump when `jit`)."""
-    spec = {"name": name, "params": lra_params(name), "length": options.length, "jit": jit,
-            "batch": options.batch, "warmup": 1, "steps": options.steps, "max_seconds": 30.0}
+    spec = {
+        "name": name,
+        "params": lra_params(name),
+        "length": options.length,
+        "jit": jit,
+        "batch": options.batch,
+        "warmup": 1,
+        "steps": options.steps,
+        "max_seconds": 30.0,
+    }
     if not jit:
         return isolated.run("train", spec, timeout=options.timeout)
     with tempfile.TemporaryDirectory(prefix="arena_xla_") as dump:
         previous = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = (f"{previous} --xla_dump_to={dump} "
-                                   "--xla_dump_hlo_pass_re=NONE_MATCHES").strip()
+        os.environ["XLA_FLAGS"] = (
+            f"{previous} --xla_dump_to={dump} --xla_dump_hlo_pass_re=NONE_MATCHES"
+        ).strip()
         try:
             result = isolated.run("train", spec, timeout=options.timeout)
         finally:
@@ -77,15 +98,24 @@ def describe_step(name, tf_row, xla_row):
         return f"{row['peak_mb']:.0f} MB" if "peak_mb" in row else f"failed ({row.get('error')})"
 
     plan = xla_row.get("xla_planned_mb")
-    return (f"{name:<12} step peak above baseline: TensorFlow {peak(tf_row)}, XLA {peak(xla_row)}"
-            f" (XLA's plan for the step: {'unknown' if plan is None else f'{plan:.0f} MB'})")
+    return (
+        f"{name:<12} step peak above baseline: TensorFlow {peak(tf_row)}, XLA {peak(xla_row)}"
+        f" (XLA's plan for the step: {'unknown' if plan is None else f'{plan:.0f} MB'})"
+    )
 
 
 def run(options, say=print):
     results = machine.run_record("xla", options)
-    kernels = isolated.run("xla_kernels", {"matmul_sizes": list(MATMUL_SIZES), "repeats": 10,
-                                           "batch": options.batch, "length": options.length},
-                           timeout=options.timeout)
+    kernels = isolated.run(
+        "xla_kernels",
+        {
+            "matmul_sizes": list(MATMUL_SIZES),
+            "repeats": 10,
+            "batch": options.batch,
+            "length": options.length,
+        },
+        timeout=options.timeout,
+    )
     results["kernels"] = kernels
     if "error" in kernels:
         say(f"kernel rates failed: {kernels['error']}")
@@ -94,8 +124,10 @@ def run(options, say=print):
             rates = {mode: kernels["matmul_gflops"][mode][str(n)] for mode in ("tf", "xla")}
             say(f"matmul {n}x{n}: TensorFlow {rates['tf']:.0f} GFLOP/s, XLA {rates['xla']:.0f}")
         passes = kernels["elementwise_ms"]
-        say(f"GELU + softmax over [{options.batch}, {options.length + 1}, 1024]: TensorFlow "
-            f"{passes['tf']:.1f} ms, XLA {passes['xla']:.1f} ms")
+        say(
+            f"GELU + softmax over [{options.batch}, {options.length + 1}, 1024]: TensorFlow "
+            f"{passes['tf']:.1f} ms, XLA {passes['xla']:.1f} ms"
+        )
     results["steps"] = {}
     for name in options.mechanisms:
         rows = {mode: measure_step(name, options, mode == "xla") for mode in ("tf", "xla")}

@@ -82,8 +82,10 @@ class ListOpsSpec:
     def __post_init__(self):
         sizes = {"train": self.train, "validation": self.validation, "test": self.test}
         if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes.values()):
-            raise ValueError("ListOps split sizes must be whole numbers >= 1; got "
-                             + ", ".join(f"{split}={n!r}" for split, n in sizes.items()))
+            raise ValueError(
+                "ListOps split sizes must be whole numbers >= 1; got "
+                + ", ".join(f"{split}={n!r}" for split, n in sizes.items())
+            )
         if not 0 <= self.min_length < self.max_length - 1 or self.max_length <= 4:
             raise ValueError(
                 f"ListOps lengths must satisfy 0 <= min_length < max_length - 1 and max_length > 4 "
@@ -247,9 +249,12 @@ def usual_values(trees, level):
     for tree in trees:
         visit(tree, 0)
     overall = [sum(c[v] for c in counts.values()) for v in range(len(VALUES))]
-    return {operator: max(range(len(VALUES)), key=lambda v: (c[v], -v)) if any(c)
-            else max(range(len(VALUES)), key=lambda v: (overall[v], -v))
-            for operator, c in counts.items()}
+    return {
+        operator: max(range(len(VALUES)), key=lambda v: (c[v], -v))
+        if any(c)
+        else max(range(len(VALUES)), key=lambda v: (overall[v], -v))
+        for operator, c in counts.items()
+    }
 
 
 def _digest(text):
@@ -315,11 +320,11 @@ def generate(out_dir, spec=None, processes=None):
     started = time.perf_counter()
     total = sum(spec.size(split) for split in SPLIT_FILES)
     progress = Progress(f"listops: generating into {out_dir}", total, "expressions")
-    with progress.ticking(), _shard_mapper(processes) as pool_map, \
-            contextlib.ExitStack() as files:
+    with progress.ticking(), _shard_mapper(processes) as pool_map, contextlib.ExitStack() as files:
         for split, path in paths.items():
-            _write_split(files.enter_context(atomic_writer(path)), spec, split, seen, pool_map,
-                         progress)
+            _write_split(
+                files.enter_context(atomic_writer(path)), spec, split, seen, pool_map, progress
+            )
     progress.finish()
     with atomic_writer(Path(out_dir) / SPEC_FILE) as out:
         json.dump(dataclasses.asdict(spec), out, indent=2, sort_keys=True)
@@ -346,12 +351,15 @@ def main(argv=None):
         Tay et al., 2021, "Long Range Arena: A Benchmark for Efficient Transformers",
             arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
-    parser = cli.ArgumentParser(prog="python -m arena_tf.generators.listops",
-                                description="Generate and time the LRA-size ListOps set.")
+    parser = cli.ArgumentParser(
+        prog="python -m arena_tf.generators.listops",
+        description="Generate and time the LRA-size ListOps set.",
+    )
     parser.add_argument("--out-dir", required=True, help="where the TSV files go")
     parser.add_argument("--seed", type=cli.whole_number(0), default=0)
-    parser.add_argument("--processes", type=cli.positive_int, default=None,
-                        help="default: all CPUs")
+    parser.add_argument(
+        "--processes", type=cli.positive_int, default=None, help="default: all CPUs"
+    )
     args = parser.parse_args(argv)
     return cli.run_main(lambda: run(args), debug=args.debug)
 

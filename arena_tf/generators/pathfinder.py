@@ -11,10 +11,11 @@ plain Python: about 1.5 ms of CPU per image at either size). A contour grows one
 `gap` after the previous one, turning by an angle drawn with density cos^2(continuity * turn) (no
 turn beyond 90 / continuity degrees) until the paddle fits: its centre line must stay
 `2 * gap + thickness` from every other paddle, so distinct contours never touch while the gap inside
-a contour is only `gap`. At a dead end the last paddle is drawn again. The targets grow one after the
-other (the original alternated); which of them carries the first marker is drawn afterwards, so the
-order says nothing about the label. Marker ends keep `marker_radius + gap + thickness / 2` from the
-other contours. Images are drawn with Pillow at `antialias` times the size and box-filtered down.
+a contour is only `gap`. At a dead end the last paddle is drawn again. The targets grow one after
+the other (the original alternated); which of them carries the first marker is drawn afterwards, so
+the order says nothing about the label. Marker ends keep `marker_radius + gap + thickness / 2` from
+the other contours. Images are drawn with Pillow at `antialias` times the size and box-filtered
+down.
 
 Everything drawn for image `index` depends on (seed, index) only, so a dataset is the same bytes
 whatever the number of worker processes, and `generate_example(config, seed, index)` re-creates
@@ -102,16 +103,35 @@ class PathfinderConfig:
         return self.marker_radius + gap + self.paddle_thickness / 2
 
 
-# The Long Range Arena settings (docs/guide/lra-reference.md, data formats), contour length 14 ("hard").
+# The Long Range Arena settings (docs/guide/lra-reference.md, data formats), contour length 14
+# ("hard").
 PATHFINDER32 = PathfinderConfig(
-    size=32, padding=1, paddle_length=2, paddle_thickness=0.5, paddle_gaps=(1,), marker_radius=1.5,
-    contour_length=14, distractor_length=14 // 3, num_distractors=20 // (14 // 3), continuity=1.0,
-    seed_distance=7, antialias=2,
+    size=32,
+    padding=1,
+    paddle_length=2,
+    paddle_thickness=0.5,
+    paddle_gaps=(1,),
+    marker_radius=1.5,
+    contour_length=14,
+    distractor_length=14 // 3,
+    num_distractors=20 // (14 // 3),
+    continuity=1.0,
+    seed_distance=7,
+    antialias=2,
 )
 PATHX128 = PathfinderConfig(
-    size=128, padding=1, paddle_length=5, paddle_thickness=1.5, paddle_gaps=(2, 3), marker_radius=3,
-    contour_length=14, distractor_length=14 // 3, num_distractors=35 // (14 // 3), continuity=1.8,
-    seed_distance=20, antialias=2,
+    size=128,
+    padding=1,
+    paddle_length=5,
+    paddle_thickness=1.5,
+    paddle_gaps=(2, 3),
+    marker_radius=3,
+    contour_length=14,
+    distractor_length=14 // 3,
+    num_distractors=35 // (14 // 3),
+    continuity=1.8,
+    seed_distance=20,
+    antialias=2,
 )
 CONFIGS = {32: PATHFINDER32, 128: PATHX128}
 # The release's three difficulties (contour lengths of Linsley et al.); LRA uses "hard". Distractors
@@ -123,13 +143,18 @@ DISTRACTOR_PADDLES = {32: 20, 128: 35}
 def config_for(size, difficulty="hard"):
     """The LRA settings at `size` (32 or 128 pixels) for one of the release's difficulties."""
     if size not in CONFIGS or difficulty not in DIFFICULTIES:
-        raise ValueError(f"no Pathfinder settings for size {size}, difficulty {difficulty!r}; "
-                         f"expected size {' or '.join(map(str, CONFIGS))} and difficulty "
-                         f"{', '.join(DIFFICULTIES)}")
+        raise ValueError(
+            f"no Pathfinder settings for size {size}, difficulty {difficulty!r}; "
+            f"expected size {' or '.join(map(str, CONFIGS))} and difficulty "
+            f"{', '.join(DIFFICULTIES)}"
+        )
     contour = DIFFICULTIES[difficulty]
-    return dataclasses.replace(CONFIGS[size], contour_length=contour,
-                               distractor_length=contour // 3,
-                               num_distractors=DISTRACTOR_PADDLES[size] // (contour // 3))
+    return dataclasses.replace(
+        CONFIGS[size],
+        contour_length=contour,
+        distractor_length=contour // 3,
+        num_distractors=DISTRACTOR_PADDLES[size] // (contour // 3),
+    )
 
 
 def release_path(size, contour_length):
@@ -140,7 +165,7 @@ def release_path(size, contour_length):
 
 
 def config_name(config):
-    """"pathfinder32 easy" for the LRA settings of a size and difficulty (`config_for`); the
+    """ "pathfinder32 easy" for the LRA settings of a size and difficulty (`config_for`); the
     release path and "other drawing settings" for any other config."""
     for difficulty in DIFFICULTIES if config.size in CONFIGS else ():
         if config_for(config.size, difficulty) == config:
@@ -238,8 +263,12 @@ class _Scene:
         """
         low, high, length = self.low, self.high, self.length
         end = start + length * unit
-        if not (low <= start.real <= high and low <= start.imag <= high
-                and low <= end.real <= high and low <= end.imag <= high):
+        if not (
+            low <= start.real <= high
+            and low <= start.imag <= high
+            and low <= end.real <= high
+            and low <= end.imag <= high
+        ):
             return False
         middle, apart, middles = (start + end) * 0.5, self.apart, self.middles
         for index in range(len(middles) - continues):
@@ -435,14 +464,18 @@ def render(config, paddles, markers):
 def dataset_info(config, seed, num_examples, images_per_folder):
     """What `generator.json` records about a generated dataset (compared before reuse), in its
     JSON form (tuples as lists)."""
-    return json.loads(json.dumps({
-        "generator": "arena_tf.generators.pathfinder",
-        "version": INFO_VERSION,
-        "config": dataclasses.asdict(config),
-        "seed": seed,
-        "num_examples": num_examples,
-        "images_per_folder": images_per_folder,
-    }))
+    return json.loads(
+        json.dumps(
+            {
+                "generator": "arena_tf.generators.pathfinder",
+                "version": INFO_VERSION,
+                "config": dataclasses.asdict(config),
+                "seed": seed,
+                "num_examples": num_examples,
+                "images_per_folder": images_per_folder,
+            }
+        )
+    )
 
 
 def read_info(dataset_dir):
@@ -461,10 +494,19 @@ def config_from_info(info):
 def _metadata_line(config, folder, name, index, example):
     """One metadata row as in the LRA release: folder, file, index, label, then the settings
     (continuity, contour length, distractor length, paddle length, thickness, gap, contrasts)."""
-    settings = (config.continuity, config.contour_length, config.distractor_length,
-                config.paddle_length, config.paddle_thickness, example.gap, 1)
-    return " ".join([f"imgs/{folder}", name, str(index), str(example.label)]
-                    + [f"{value:g}" for value in settings])
+    settings = (
+        config.continuity,
+        config.contour_length,
+        config.distractor_length,
+        config.paddle_length,
+        config.paddle_thickness,
+        example.gap,
+        1,
+    )
+    return " ".join(
+        [f"imgs/{folder}", name, str(index), str(example.label)]
+        + [f"{value:g}" for value in settings]
+    )
 
 
 def _write_folder(job):
@@ -505,12 +547,16 @@ def write_dataset(root, config, num_examples, seed=0, processes=None, images_per
     if final.exists():
         found = read_info(final) or {}
         if found != info:
-            differ = ", ".join(f"{key} {found.get(key)!r} there, {info.get(key)!r} asked"
-                               for key in sorted(set(found) | set(info))
-                               if found.get(key) != info.get(key))
-            raise cli.UsageError(f"{final} exists but holds other data than asked for ({differ})",
-                                 f"an empty place, or the data its {INFO_FILE} describes",
-                                 "delete it, or write to another root")
+            differ = ", ".join(
+                f"{key} {found.get(key)!r} there, {info.get(key)!r} asked"
+                for key in sorted(set(found) | set(info))
+                if found.get(key) != info.get(key)
+            )
+            raise cli.UsageError(
+                f"{final} exists but holds other data than asked for ({differ})",
+                f"an empty place, or the data its {INFO_FILE} describes",
+                "delete it, or write to another root",
+            )
         return final
     partial = final.with_name(f".{final.name}.partial")
     if partial.exists() and read_info(partial) != info:
@@ -523,8 +569,11 @@ def write_dataset(root, config, num_examples, seed=0, processes=None, images_per
         for folder, start in enumerate(range(0, num_examples, images_per_folder))
         if not (partial / "metadata" / f"{folder}.npy").exists()
     ]
-    progress = Progress(f"pathfinder{config.size}: generating into {final}",
-                        sum(stop - start for _, _, _, start, stop, _ in jobs), "images")
+    progress = Progress(
+        f"pathfinder{config.size}: generating into {final}",
+        sum(stop - start for _, _, _, start, stop, _ in jobs),
+        "images",
+    )
     with progress.ticking():
         _run(jobs, processes or len(os.sched_getaffinity(0)), progress.update)
     progress.finish()
@@ -546,9 +595,11 @@ def preview_grid(images, labels, columns=8, scale=None):
     grid = np.full((rows * tile, columns * tile, 3), 64, dtype=np.uint8)
     for number, (image, label) in enumerate(zip(images, labels)):
         top, left = (number // columns) * tile, (number % columns) * tile
-        grid[top:top + tile, left:left + tile] = (40, 200, 40) if label else (220, 40, 40)
+        grid[top : top + tile, left : left + tile] = (40, 200, 40) if label else (220, 40, 40)
         big = np.kron(image, np.ones((scale, scale), dtype=np.uint8))
-        grid[top + border:top + tile - border, left + border:left + tile - border] = big[..., None]
+        grid[top + border : top + tile - border, left + border : left + tile - border] = big[
+            ..., None
+        ]
     return Image.fromarray(grid)
 
 
@@ -567,7 +618,8 @@ def best_threshold(distances, labels):
     distances, labels = np.asarray(distances, dtype=float)[order], np.asarray(labels)[order]
     # Calling the first k (closest) positive: positives among them plus negatives after them.
     correct = np.concatenate([[0], np.cumsum(labels == 1)]) + np.concatenate(
-        [np.cumsum((labels == 0)[::-1])[::-1], [0]])
+        [np.cumsum((labels == 0)[::-1])[::-1], [0]]
+    )
     # No threshold separates equal distances: k may not fall between two of them.
     splittable = np.concatenate([[True], distances[1:] > distances[:-1], [True]])
     k = int(np.argmax(np.where(splittable, correct, -1)))
@@ -601,24 +653,39 @@ def marker_distance_baseline(config, count, seed=0):
 
 
 def parse_args(argv=None):
-    parser = cli.ArgumentParser(prog="python -m arena_tf.generators.pathfinder",
-                                description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(
+        prog="python -m arena_tf.generators.pathfinder", description=__doc__.split("\n\n")[0]
+    )
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--preview", metavar="PNG", help="write a grid of examples to this PNG")
-    action.add_argument("--out-dir", metavar="ROOT", help="generate a dataset in the release layout")
-    action.add_argument("--distance-baseline", action="store_true",
-                        help="accuracy of the marker distance alone (one threshold), on --count "
-                             "fresh examples: half to fit, half to score (on a generated "
-                             "dataset's own splits: python -m arena_tf.analysis distance-baseline)")
+    action.add_argument(
+        "--out-dir", metavar="ROOT", help="generate a dataset in the release layout"
+    )
+    action.add_argument(
+        "--distance-baseline",
+        action="store_true",
+        help="accuracy of the marker distance alone (one threshold), on --count "
+        "fresh examples: half to fit, half to score (on a generated "
+        "dataset's own splits: python -m arena_tf.analysis distance-baseline)",
+    )
     parser.add_argument("--size", type=int, choices=sorted(CONFIGS), default=32)
-    parser.add_argument("--difficulty", choices=list(DIFFICULTIES), default="hard",
-                        help="contour length 6, 9 or 14 (LRA: hard)")
-    parser.add_argument("--count", type=cli.positive_int, default=16,
-                        help="examples in the preview, or in the distance baseline (at least 2: "
-                             "it fits on one half and scores the other)")
+    parser.add_argument(
+        "--difficulty",
+        choices=list(DIFFICULTIES),
+        default="hard",
+        help="contour length 6, 9 or 14 (LRA: hard)",
+    )
+    parser.add_argument(
+        "--count",
+        type=cli.positive_int,
+        default=16,
+        help="examples in the preview, or in the distance baseline (at least 2: "
+        "it fits on one half and scores the other)",
+    )
     parser.add_argument("--num-examples", type=cli.positive_int, default=200_000)
-    parser.add_argument("--processes", type=cli.positive_int, default=None,
-                        help="default: all CPUs")
+    parser.add_argument(
+        "--processes", type=cli.positive_int, default=None, help="default: all CPUs"
+    )
     parser.add_argument("--seed", type=cli.whole_number(0), default=0)
     return parser.parse_args(argv)
 
@@ -656,13 +723,22 @@ def run(args):
         return
     if args.distance_baseline:
         if args.count < 2:
-            raise cli.UsageError(f"--distance-baseline --count {args.count} leaves nothing to fit "
-                                 "or to score", "at least 2 examples (one half fits, the other "
-                                 "scores)", "pass --count 2 or more (e.g. --count 20000)")
+            raise cli.UsageError(
+                f"--distance-baseline --count {args.count} leaves nothing to fit or to score",
+                "at least 2 examples (one half fits, the other scores)",
+                "pass --count 2 or more (e.g. --count 20000)",
+            )
         threshold, fitted, held_out = marker_distance_baseline(config, args.count, args.seed)
-        print(baseline_line(config, threshold, fitted, held_out,
-                            f"{args.count - args.count // 2} held-out examples",
-                            f"{args.count // 2} fresh examples"))
+        print(
+            baseline_line(
+                config,
+                threshold,
+                fitted,
+                held_out,
+                f"{args.count - args.count // 2} held-out examples",
+                f"{args.count // 2} fresh examples",
+            )
+        )
         return
     logging.basicConfig(format="%(message)s", level=logging.INFO)
     cli.output_dir(args.out_dir)
@@ -670,20 +746,23 @@ def run(args):
         print(f"{write_dataset(args.out_dir, config, args.num_examples, args.seed)}: already there")
         return
     start = time.perf_counter()
-    directory = write_dataset(args.out_dir, config, args.num_examples, args.seed,
-                              args.processes)
+    directory = write_dataset(args.out_dir, config, args.num_examples, args.seed, args.processes)
     seconds = time.perf_counter() - start
-    print(f"{directory}: {args.num_examples} images in {seconds:.1f} s "
-          f"({args.num_examples / seconds:.0f} images/s)")
+    print(
+        f"{directory}: {args.num_examples} images in {seconds:.1f} s "
+        f"({args.num_examples / seconds:.0f} images/s)"
+    )
 
 
 def baseline_line(config, threshold, fitted, scored, scored_on, fitted_on):
     """The one line of --distance-baseline: the rule, its accuracy where it was scored and where
     it was fitted: "<size> <difficulty>: marker distance < T px called positive scores S on
     SCORED_ON (F, fitted on FITTED_ON; chance 50%)"."""
-    return (f"{config_name(config)}: marker distance < {threshold:.2f} px called positive "
-            f"scores {scored:.1%} on {scored_on} ({fitted:.1%}, fitted on {fitted_on}; "
-            "chance 50%)")
+    return (
+        f"{config_name(config)}: marker distance < {threshold:.2f} px called positive "
+        f"scores {scored:.1%} on {scored_on} ({fitted:.1%}, fitted on {fitted_on}; "
+        "chance 50%)"
+    )
 
 
 if __name__ == "__main__":

@@ -150,9 +150,12 @@ class Attention(keras.layers.Layer):
     def attention_kernel(self, length=None, training=False, dtype=None):
         """The kernel (`kernels`' names) the layer's dense softmax takes for sequences of
         `length` (None: unknown) in `dtype` (default: the compute dtype)."""
-        return kernels.choose(dtype or self.compute_dtype, self.head_dim,
-                              dropout=bool(training and self.attention_dropout),
-                              exporting=exporting())
+        return kernels.choose(
+            dtype or self.compute_dtype,
+            self.head_dim,
+            dropout=bool(training and self.attention_dropout),
+            exporting=exporting(),
+        )
 
     def softmax_attend(self, q, k, v, allowed, training):
         """softmax(q k^T) v over the allowed keys (q scaled; `allowed` a bool broadcastable to the
@@ -181,8 +184,9 @@ class Attention(keras.layers.Layer):
             )
         length = inputs.shape[1]
         if None not in (length, self.max_len) and length > self.max_len:
-            sized = f", the length its {self.length_sized} are sized by" if self.length_sized \
-                else ""
+            sized = (
+                f", the length its {self.length_sized} are sized by" if self.length_sized else ""
+            )
             raise ValueError(
                 f"{owner}: sequence length {length} exceeds max_len={self.max_len}{sized}; "
                 "shorten the input or build the layer with a larger max_len"

@@ -54,8 +54,11 @@ def block_scores(q, k_block, keep_block):
 def forward(q, k_blocks, v_blocks, keep):
     """(O, L): the attention output and each query's log-sum-exp, by the online softmax."""
     shape = ops.shape(q)
-    start = (ops.full((*shape[:3], 1), NEG, "float32"), ops.zeros((*shape[:3], 1), "float32"),
-             ops.zeros(shape, "float32"))
+    start = (
+        ops.full((*shape[:3], 1), NEG, "float32"),
+        ops.zeros((*shape[:3], 1), "float32"),
+        ops.zeros(shape, "float32"),
+    )
 
     def step(carry, block):
         running_max, normaliser, total = carry
@@ -64,8 +67,11 @@ def forward(q, k_blocks, v_blocks, keep):
         new_max = ops.maximum(running_max, ops.max(scores, axis=-1, keepdims=True))
         weights = ops.exp(scores - new_max) * keep_block
         rescale = ops.exp(running_max - new_max)
-        return (new_max, normaliser * rescale + ops.sum(weights, axis=-1, keepdims=True),
-                total * rescale + ops.matmul(weights, v_block)), None
+        return (
+            new_max,
+            normaliser * rescale + ops.sum(weights, axis=-1, keepdims=True),
+            total * rescale + ops.matmul(weights, v_block),
+        ), None
 
     (running_max, normaliser, total), _ = ops.scan(step, start, (k_blocks, v_blocks, keep))
     safe = ops.maximum(normaliser, 1e-30)
@@ -78,16 +84,19 @@ def backward(q, k_blocks, v_blocks, keep, out, log_sum, upstream):
 
     def step(index, carry):
         dq, dk_blocks, dv_blocks = carry
-        k_block, v_block, keep_block = (ops.take(x, index, axis=0) for x in (k_blocks, v_blocks,
-                                                                              keep))
+        k_block, v_block, keep_block = (
+            ops.take(x, index, axis=0) for x in (k_blocks, v_blocks, keep)
+        )
         weights = ops.exp(block_scores(q, k_block, keep_block) - log_sum) * keep_block
         d_scores = weights * (ops.matmul(upstream, ops.swapaxes(v_block, -1, -2)) - row_dot)
         at = (index, 0, 0, 0, 0)
-        return (dq + ops.matmul(d_scores, k_block),
-                ops.slice_update(dk_blocks, at,
-                                 ops.matmul(ops.swapaxes(d_scores, -1, -2), q)[None]),
-                ops.slice_update(dv_blocks, at,
-                                 ops.matmul(ops.swapaxes(weights, -1, -2), upstream)[None]))
+        return (
+            dq + ops.matmul(d_scores, k_block),
+            ops.slice_update(dk_blocks, at, ops.matmul(ops.swapaxes(d_scores, -1, -2), q)[None]),
+            ops.slice_update(
+                dv_blocks, at, ops.matmul(ops.swapaxes(weights, -1, -2), upstream)[None]
+            ),
+        )
 
     # a loop writing each block's dk and dv in place (Keras' TensorFlow scan, 3.15, stacks
     # per-step outputs only of the carry's shape)
@@ -119,8 +128,7 @@ def blockwise_attention(q, k, v, mask=None, block_size=512):
 
         def grad(*args, upstream=None):
             upstream = ops.cast(args[0] if upstream is None else upstream, "float32")
-            dq, dk_blocks, dv_blocks = backward(q, k_blocks, v_blocks, keep, out, log_sum,
-                                                upstream)
+            dq, dk_blocks, dv_blocks = backward(q, k_blocks, v_blocks, keep, out, log_sum, upstream)
             grads = dq, unblocks(dk_blocks, length), unblocks(dv_blocks, length)
             return tuple(ops.cast(g, dtype) for g, dtype in zip(grads, dtypes))
 

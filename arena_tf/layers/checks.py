@@ -20,15 +20,19 @@ def non_negative_int(owner, name, value):
 
 
 def positive_float(owner, name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        math.isfinite(value) and value > 0
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value > 0)
     ):
         fail(owner, name, value, "a positive number")
     return float(value)
 
 
 def probability(owner, name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:  # NaN too
+    if (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1
+    ):  # NaN too
         fail(owner, name, value, "a number in [0, 1)")
     return float(value)
 

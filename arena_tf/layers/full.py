@@ -56,8 +56,11 @@ class FullAttention(Attention):
         super().__init__(**kwargs)
         owner = type(self).__name__
         self.block_size = checks.positive_int(owner, "block_size", block_size)
-        self.blockwise_from = (None if blockwise_from is None else
-                               checks.non_negative_int(owner, "blockwise_from", blockwise_from))
+        self.blockwise_from = (
+            None
+            if blockwise_from is None
+            else checks.non_negative_int(owner, "blockwise_from", blockwise_from)
+        )
 
     def blockwise(self, keys, training):
         """Whether `keys` (a static length, or None) take the memory-efficient form: from
@@ -65,8 +68,9 @@ class FullAttention(Attention):
         length weights either) and no attention dropout acts."""
         if self.blockwise_from is None or keys is None:
             return False
-        return keys >= self.blockwise_from and \
-            super().attention_kernel(keys, training) == kernels.HAND
+        return (
+            keys >= self.blockwise_from and super().attention_kernel(keys, training) == kernels.HAND
+        )
 
     def attention_kernel(self, length=None, training=False, dtype=None):
         if self.blockwise(length, training):
@@ -80,5 +84,8 @@ class FullAttention(Attention):
         return self.softmax_attend(q, k, v, aops.key_mask(mask), training)
 
     def get_config(self):
-        return {**super().get_config(), "block_size": self.block_size,
-                "blockwise_from": self.blockwise_from}
+        return {
+            **super().get_config(),
+            "block_size": self.block_size,
+            "blockwise_from": self.blockwise_from,
+        }

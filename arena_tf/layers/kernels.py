@@ -87,8 +87,12 @@ def fused_device():
 
 def fused_shapes(dtype, head_dim):
     """Whether cuDNN's flash attention takes this dtype and head width."""
-    return (keras.backend.standardize_dtype(dtype) in FUSED_DTYPES
-            and head_dim is not None and head_dim % 8 == 0 and head_dim <= FUSED_MAX_HEAD_DIM)
+    return (
+        keras.backend.standardize_dtype(dtype) in FUSED_DTYPES
+        and head_dim is not None
+        and head_dim % 8 == 0
+        and head_dim <= FUSED_MAX_HEAD_DIM
+    )
 
 
 def choose(dtype, head_dim, dropout=False, exporting=False):
@@ -149,8 +153,14 @@ def key_padded_attention(q, k, v, key_mask):
     cudnn = fused_device() and fused_shapes(q.dtype, q.shape[-1])
 
     def by_lengths(q, k, v):
-        return jax.nn.dot_product_attention(q, k, v, scale=1.0, key_value_seq_lengths=lengths,
-                                            implementation="cudnn" if cudnn else None)
+        return jax.nn.dot_product_attention(
+            q,
+            k,
+            v,
+            scale=1.0,
+            key_value_seq_lengths=lengths,
+            implementation="cudnn" if cudnn else None,
+        )
 
     def general(q, k, v):
         return ops.dot_product_attention(q, k, v, mask=key_mask[:, None, None, :], scale=1.0)

@@ -69,8 +69,9 @@ def bidirectional_conv(u, forward, backward):
     length = ops.shape(u)[1]
     first = aops.slice_axis(forward, 1, 0, 1) + aops.slice_axis(backward, 1, 0, 1)
     later = ops.flip(aops.slice_axis(backward, 1, 1, length - 1), axis=1)
-    kernel = ops.concatenate([first, aops.slice_axis(forward, 1, 1, length - 1),
-                              ops.zeros_like(first), later], axis=1)
+    kernel = ops.concatenate(
+        [first, aops.slice_axis(forward, 1, 1, length - 1), ops.zeros_like(first), later], axis=1
+    )
     return fft_conv(u, kernel)
 
 

@@ -96,7 +96,8 @@ class LongformerAttention(Attention):
             attended = fused_blocks_and_shared(qb, block_kv, shared_kv, allowed)
         else:
             attended = aops.attend_blocks_and_shared(
-                qb, block_kv, shared_kv, allowed, lambda w: self.dropout_weights(w, training))
+                qb, block_kv, shared_kv, allowed, lambda w: self.dropout_weights(w, training)
+            )
         return aops.cut_to_length(attended, ops.shape(q)[2])
 
     def _global_rows(self, global_q, k, v, mask, training):
@@ -113,15 +114,20 @@ def fused_blocks_and_shared(qb, block_kv, shared_kv, allowed):
     """`aops.attend_blocks_and_shared` by the fused kernel: each block's window keys and the shared
     (global) keys side by side, one kernel call over [batch * blocks] block rows."""
     shape = ops.shape(qb)
-    shared = [ops.broadcast_to(x[:, :, None], (shape[0], shape[1], shape[2]) + tuple(
-        ops.shape(x)[2:])) for x in shared_kv]
-    keys, values = (ops.concatenate([own, common], axis=3)
-                    for own, common in zip(block_kv, shared))
+    shared = [
+        ops.broadcast_to(x[:, :, None], (shape[0], shape[1], shape[2]) + tuple(ops.shape(x)[2:]))
+        for x in shared_kv
+    ]
+    keys, values = (ops.concatenate([own, common], axis=3) for own, common in zip(block_kv, shared))
     window, common = allowed
     mask_shape = (shape[0], 1, shape[2], shape[3])
     mask = ops.concatenate(
-        [ops.broadcast_to(window, mask_shape + (ops.shape(block_kv[0])[3],)),
-         ops.broadcast_to(common, mask_shape + (ops.shape(shared_kv[0])[2],))], axis=-1)
+        [
+            ops.broadcast_to(window, mask_shape + (ops.shape(block_kv[0])[3],)),
+            ops.broadcast_to(common, mask_shape + (ops.shape(shared_kv[0])[2],)),
+        ],
+        axis=-1,
+    )
     return aops.merge_blocks(kernels.fused_attention(qb, keys, values, mask))
 
 

@@ -114,24 +114,32 @@ class Mega(Attention):
         width, inner = input_shape[-1], self.num_heads * self.head_dim
         shape = (1 if self.causal else 2, width, self.ema_dim)
         normal = self._normal
-        self.alpha_logit = self.add_weight(name="alpha_logit", shape=shape,
-                                           initializer=normal(0.2, 1))
-        self.delta_logit = self.add_weight(name="delta_logit", shape=shape,
-                                           initializer=normal(0.2, 2))
+        self.alpha_logit = self.add_weight(
+            name="alpha_logit", shape=shape, initializer=normal(0.2, 1)
+        )
+        self.delta_logit = self.add_weight(
+            name="delta_logit", shape=shape, initializer=normal(0.2, 2)
+        )
         # Mega's beta: alternating +1 / -1 over the expansion dimensions, plus small noise.
         signs = ops.convert_to_tensor([1.0 if n % 2 == 0 else -1.0 for n in range(self.ema_dim)])
-        self.beta = self.add_weight(name="beta", shape=shape, initializer=(
-            lambda shape, dtype=None: ops.cast(normal(0.02, 3)(shape) + signs, dtype)))
+        self.beta = self.add_weight(
+            name="beta",
+            shape=shape,
+            initializer=(lambda shape, dtype=None: ops.cast(normal(0.02, 3)(shape) + signs, dtype)),
+        )
         self.eta = self.add_weight(name="eta", shape=shape, initializer=normal(1.0, 4))
         self.omega = self.add_weight(name="omega", shape=(width,), initializer=normal(1.0, 5))
         self.gates = self._dense(2 * width + self.head_dim + inner, "gates")
         self.gates.build(tuple(input_shape))
-        self.qk_scale = self.add_weight(name="qk_scale", shape=(2, self.head_dim),
-                                        initializer=normal(0.02, 6))
-        self.qk_shift = self.add_weight(name="qk_shift", shape=(2, self.head_dim),
-                                        initializer="zeros")
-        self.position_bias = self.add_weight(name="position_bias", shape=(2 * self.chunk - 1,),
-                                             initializer=normal(0.02, 7))
+        self.qk_scale = self.add_weight(
+            name="qk_scale", shape=(2, self.head_dim), initializer=normal(0.02, 6)
+        )
+        self.qk_shift = self.add_weight(
+            name="qk_shift", shape=(2, self.head_dim), initializer="zeros"
+        )
+        self.position_bias = self.add_weight(
+            name="position_bias", shape=(2 * self.chunk - 1,), initializer=normal(0.02, 7)
+        )
 
     def _normal(self, std, offset):
         return initializers.RandomNormal(stddev=std, seed=self.seed + offset)
@@ -139,8 +147,13 @@ class Mega(Attention):
     def ema(self, x):
         """silu(EMA(x) + omega x) in float32 for x [batch, L, width] (padding zeroed)."""
         sigmoid = [ops.sigmoid(ops.cast(w, x.dtype)) for w in (self.alpha_logit, self.delta_logit)]
-        kernels = ema_kernel(*sigmoid, ops.cast(self.beta, x.dtype), ops.cast(self.eta, x.dtype),
-                             ops.shape(x)[1], x.dtype)
+        kernels = ema_kernel(
+            *sigmoid,
+            ops.cast(self.beta, x.dtype),
+            ops.cast(self.eta, x.dtype),
+            ops.shape(x)[1],
+            x.dtype,
+        )
         y = x * ops.cast(self.omega, x.dtype)
         kernels = ops.unstack(kernels, axis=0)
         if self.causal:
@@ -157,9 +170,9 @@ class Mega(Attention):
         width, inner = inputs.shape[-1], self.num_heads * self.head_dim
         gates = self.gates(shared)
         update = ops.sigmoid(gates[..., :width])
-        z = ops.silu(gates[..., width: width + self.head_dim])
-        reset = ops.silu(gates[..., width + self.head_dim: width + self.head_dim + inner])
-        candidate = gates[..., width + self.head_dim + inner:]
+        z = ops.silu(gates[..., width : width + self.head_dim])
+        reset = ops.silu(gates[..., width + self.head_dim : width + self.head_dim + inner])
+        candidate = gates[..., width + self.head_dim + inner :]
         scale, shift = ops.cast(self.qk_scale, z.dtype), ops.cast(self.qk_shift, z.dtype)
         q, k = z * scale[0] + shift[0], z * scale[1] + shift[1]
         v = ops.silu(self.value_dense(inputs))
@@ -172,7 +185,8 @@ class Mega(Attention):
         qb, kb, vb, mask_blocks = aops.blocked(q, k, v, mask, self.chunk)
         logits = ops.matmul(qb * self.head_dim**-0.5, ops.swapaxes(kb, -1, -2))
         logits = ops.cast(logits, "float32") + ops.cast(
-            relative_bias(self.position_bias, self.chunk), "float32")
+            relative_bias(self.position_bias, self.chunk), "float32"
+        )
         allowed = mask_blocks[:, None, :, None, :]  # [batch, 1, chunks, 1, chunk]
         if self.causal:
             allowed = allowed & (ops.arange(self.chunk)[:, None] >= ops.arange(self.chunk)[None, :])

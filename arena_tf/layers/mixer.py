@@ -22,9 +22,9 @@ chosen by two arguments, which the encoder's blocks set (`arena_tf/blocks.py`):
   `half_glu2`: s * sigmoid(W dropout(gelu(s))).
 
 Zeroing the padding before mixing means that real positions never depend on what the padding
-holds, in either direction. `mix` computes in float32 (float64 for a float64 layer, which the oracle tests use),
-also under mixed precision; `attention_dropout` acts on the mixer's output here, as the S4 block's
-dropout does.
+holds, in either direction. `mix` computes in float32 (float64 for a float64 layer, which the oracle
+tests use), also under mixed precision; `attention_dropout` acts on the mixer's output here, as the
+S4 block's dropout does.
 """
 
 from keras import ops
@@ -58,10 +58,14 @@ class Mixer(Attention):
     def build(self, input_shape):
         width = input_shape[-1]
         if width != self.channels and (not self.project_input or self.output_gate == "half_glu"):
-            checks.fail(type(self).__name__, "num_heads * head_dim", self.channels,
-                        f"the input width {width} with project_input=False or "
-                        "output_gate='half_glu' "
-                        "(the state space's channels are the output's)")
+            checks.fail(
+                type(self).__name__,
+                "num_heads * head_dim",
+                self.channels,
+                f"the input width {width} with project_input=False or "
+                "output_gate='half_glu' "
+                "(the state space's channels are the output's)",
+            )
         super().build(input_shape)
 
     def output_units(self, width):
@@ -98,8 +102,9 @@ class Mixer(Attention):
         u = self.value_dense(inputs) if self.project_input else inputs
         u = ops.cast(u, self.mix_dtype) * ops.cast(mask[..., None], self.mix_dtype)
         s = self.mix(u, mask, training=training)
-        y = self.output_dense(self.dropout(ops.cast(exact_gelu(s), self.compute_dtype),
-                                           training=training))
+        y = self.output_dense(
+            self.dropout(ops.cast(exact_gelu(s), self.compute_dtype), training=training)
+        )
         if self.output_gate == "glu":
             value, gate = ops.split(y, 2, axis=-1)
             return value * ops.sigmoid(gate)
@@ -113,9 +118,14 @@ class Mixer(Attention):
 
     def get_config(self):
         config = super().get_config()
-        config.update(state_size=self.state_size, dt_min=self.dt_min, dt_max=self.dt_max,
-                      causal=self.causal, project_input=self.project_input,
-                      output_gate=self.output_gate)
+        config.update(
+            state_size=self.state_size,
+            dt_min=self.dt_min,
+            dt_max=self.dt_max,
+            causal=self.causal,
+            project_input=self.project_input,
+            output_gate=self.output_gate,
+        )
         return config
 
 

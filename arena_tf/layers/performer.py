@@ -36,7 +36,6 @@ Time O(L m d) and memory O(L m + m d) per head for length L, m features and head
     y = layer(x, mask=mask)          # x [batch, length, width], mask bool [batch, length]
 """
 
-
 import keras
 import numpy as np
 from keras import ops

@@ -226,7 +226,5 @@ class ReformerAttention(Attention):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            n_hashes=self.n_hashes, n_buckets=self.n_buckets, chunk_size=self.chunk_size
-        )
+        config.update(n_hashes=self.n_hashes, n_buckets=self.n_buckets, chunk_size=self.chunk_size)
         return config

@@ -81,8 +81,10 @@ def diagonal_kernel(c_real, c_imag, a_real, a_imag, dt, length, dtype):
     inner = powers(a_real, a_imag, dt, block, dtype)  # [C, N, B]
     weight = [ops.transpose(w, (1, 0, 2))[:, :, None, :] for w in weight]  # [C, d, 1, N]
     outer = [ops.transpose(p, (0, 2, 1))[:, None, :, :] for p in outer]  # [C, 1, Q, N]
-    left = (weight[0] * outer[0] - weight[1] * outer[1],
-            weight[0] * outer[1] + weight[1] * outer[0])
+    left = (
+        weight[0] * outer[0] - weight[1] * outer[1],
+        weight[0] * outer[1] + weight[1] * outer[0],
+    )
     left = [ops.reshape(x, (channels, -1, modes)) for x in left]  # [C, d * Q, N]
     kernel = ops.matmul(left[0], inner[0]) - ops.matmul(left[1], inner[1])  # [C, d * Q, B]
     kernel = ops.reshape(kernel, (channels, c_real.shape[0], -1))  # [C, d, Q * B]
@@ -119,13 +121,14 @@ class S4D(Mixer):
             arXiv:2011.04006; github.com/google-research/long-range-arena.
     """
 
-    paper = ("Gu et al. (2022), On the Parameterization and Initialization of Diagonal State "
-             "Space Models")
+    paper = (
+        "Gu et al. (2022), On the Parameterization and Initialization of Diagonal State "
+        "Space Models"
+    )
     complexity = "O(L log L + L N) per channel"
     state_space_weights = ("log_dt", "log_a_real", "a_imag")
 
-    def __init__(self, state_size=64, init="lin", dt_min=0.001, dt_max=0.1, causal=False,
-                 **kwargs):
+    def __init__(self, state_size=64, init="lin", dt_min=0.001, dt_max=0.1, causal=False, **kwargs):
         super().__init__(**kwargs)
         self.set_state_space(state_size, dt_min, dt_max, causal)
         self.init = checks.one_of(type(self).__name__, "init", init, tuple(INITS))
@@ -134,30 +137,45 @@ class S4D(Mixer):
         modes, channels = self.state_size // 2, self.channels
         imaginary = np.tile(INITS[self.init](modes, self.state_size), (channels, 1))
         self.log_dt = self.add_weight(
-            name="log_dt", shape=(channels, 1), initializer=initializers.RandomUniform(
-                math.log(self.dt_min), math.log(self.dt_max), seed=self.seed))
+            name="log_dt",
+            shape=(channels, 1),
+            initializer=initializers.RandomUniform(
+                math.log(self.dt_min), math.log(self.dt_max), seed=self.seed
+            ),
+        )
         self.log_a_real = self.add_weight(
-            name="log_a_real", shape=(channels, modes),
-            initializer=initializers.Constant(math.log(0.5)))
+            name="log_a_real",
+            shape=(channels, modes),
+            initializer=initializers.Constant(math.log(0.5)),
+        )
         self.a_imag = self.add_weight(
-            name="a_imag", shape=(channels, modes),
-            initializer=constant_initializer(imaginary))
+            name="a_imag", shape=(channels, modes), initializer=constant_initializer(imaginary)
+        )
         normal = initializers.RandomNormal(stddev=math.sqrt(0.5), seed=self.seed + 1)
         shape = (self.directions, channels, modes)
         self.c_real = self.add_weight(name="c_real", shape=shape, initializer=normal)
-        self.c_imag = self.add_weight(name="c_imag", shape=shape, initializer=(
-            initializers.RandomNormal(stddev=math.sqrt(0.5), seed=self.seed + 2)))
-        self.skip = self.add_weight(name="skip", shape=(channels,), initializer=(
-            initializers.RandomNormal(stddev=1.0, seed=self.seed + 3)))
+        self.c_imag = self.add_weight(
+            name="c_imag",
+            shape=shape,
+            initializer=(initializers.RandomNormal(stddev=math.sqrt(0.5), seed=self.seed + 2)),
+        )
+        self.skip = self.add_weight(
+            name="skip",
+            shape=(channels,),
+            initializer=(initializers.RandomNormal(stddev=1.0, seed=self.seed + 3)),
+        )
 
     def kernel(self, length):
         """The materialised kernels [directions, channels, length] (forward first)."""
         dtype = self.mix_dtype
-        weights = [ops.cast(w, dtype) for w in (self.c_real, self.c_imag, self.log_a_real,
-                                                self.a_imag, self.log_dt)]
+        weights = [
+            ops.cast(w, dtype)
+            for w in (self.c_real, self.c_imag, self.log_a_real, self.a_imag, self.log_dt)
+        ]
         c_real, c_imag, log_a_real, a_imag, log_dt = weights
-        return diagonal_kernel(c_real, c_imag, -ops.exp(log_a_real), a_imag, ops.exp(log_dt),
-                               length, dtype)
+        return diagonal_kernel(
+            c_real, c_imag, -ops.exp(log_a_real), a_imag, ops.exp(log_dt), length, dtype
+        )
 
     def mix(self, u, mask, training=False):
         kernels = ops.unstack(self.kernel(ops.shape(u)[1]), axis=0)  # plain slices' gradients

@@ -36,8 +36,8 @@ O(L P log L) (doubling) for the scan; memory O(L P).
 
 import math
 
-import numpy as np
 import keras
+import numpy as np
 from keras import initializers, ops
 
 from arena_tf.layers import checks, long_conv
@@ -70,7 +70,9 @@ def blocked_hippo_eigen(state_size, blocks):
     rows, columns = vectors.shape
     diagonal = np.zeros((state_size, state_size // 2), complex)
     for block in range(blocks):
-        diagonal[block * rows:(block + 1) * rows, block * columns:(block + 1) * columns] = vectors
+        diagonal[block * rows : (block + 1) * rows, block * columns : (block + 1) * columns] = (
+            vectors
+        )
     return np.tile(values, blocks), diagonal
 
 
@@ -136,8 +138,10 @@ def linear_recurrence_conv(rate, inputs, reverse=False):
     """The same states as long convolutions of the inputs with exp(rate l) (for exports)."""
     power = powers(rate[0], rate[1], 1.0, ops.shape(inputs[0])[1], inputs[0].dtype)
     conv = long_conv.anticausal_conv if reverse else long_conv.causal_conv
-    return (conv(inputs[0], power[0]) - conv(inputs[1], power[1]),
-            conv(inputs[0], power[1]) + conv(inputs[1], power[0]))
+    return (
+        conv(inputs[0], power[0]) - conv(inputs[1], power[1]),
+        conv(inputs[0], power[1]) + conv(inputs[1], power[0]),
+    )
 
 
 @register("s5")
@@ -174,15 +178,19 @@ class S5(Mixer):
     complexity = "O(L H P + L P log L) per layer"
     state_space_weights = ("log_lambda_real", "lambda_imag", "log_dt")
 
-    def __init__(self, state_size=64, blocks=1, dt_min=0.001, dt_max=0.1, causal=False,
-                 **kwargs):
+    def __init__(self, state_size=64, blocks=1, dt_min=0.001, dt_max=0.1, causal=False, **kwargs):
         super().__init__(**kwargs)
         self.set_state_space(state_size, dt_min, dt_max, causal)
         owner = type(self).__name__
         self.blocks = checks.positive_int(owner, "blocks", blocks)
         if state_size % (2 * blocks):
-            checks.fail(owner, "blocks", blocks, f"a divisor of state_size / 2 = {state_size // 2} "
-                        "(each block an even size, its modes in conjugate pairs)")
+            checks.fail(
+                owner,
+                "blocks",
+                blocks,
+                f"a divisor of state_size / 2 = {state_size // 2} "
+                "(each block an even size, its modes in conjugate pairs)",
+            )
 
     def build_mechanism(self, input_shape):
         channels, size = self.channels, self.state_size
@@ -191,18 +199,39 @@ class S5(Mixer):
         # S5's init: B real Lecun-normal over (P, H), C complex Lecun-normal over (H, P, 2) (fan-in
         # P H), then B_tilde = V^-1 B and C_tilde = C V (V block-diagonal, unitary).
         b = vectors.conj().T @ (rng.normal(size=(size, channels)) / math.sqrt(size))
-        c = np.stack([(rng.normal(size=(channels, size)) + 1j * rng.normal(size=(channels, size)))
-                      / math.sqrt(size * channels) @ vectors for _ in range(self.directions)])
-        values = {"log_lambda_real": np.log(-eigenvalues.real), "lambda_imag": eigenvalues.imag,
-                  "b_real": b.real, "b_imag": b.imag, "c_real": c.real, "c_imag": c.imag}
+        c = np.stack(
+            [
+                (rng.normal(size=(channels, size)) + 1j * rng.normal(size=(channels, size)))
+                / math.sqrt(size * channels)
+                @ vectors
+                for _ in range(self.directions)
+            ]
+        )
+        values = {
+            "log_lambda_real": np.log(-eigenvalues.real),
+            "lambda_imag": eigenvalues.imag,
+            "b_real": b.real,
+            "b_imag": b.imag,
+            "c_real": c.real,
+            "c_imag": c.imag,
+        }
         for name, value in values.items():
-            setattr(self, name, self.add_weight(name=name, shape=value.shape,
-                                                initializer=constant_initializer(value)))
-        log_dt = initializers.RandomUniform(math.log(self.dt_min), math.log(self.dt_max),
-                                            seed=self.seed)
+            setattr(
+                self,
+                name,
+                self.add_weight(
+                    name=name, shape=value.shape, initializer=constant_initializer(value)
+                ),
+            )
+        log_dt = initializers.RandomUniform(
+            math.log(self.dt_min), math.log(self.dt_max), seed=self.seed
+        )
         self.log_dt = self.add_weight(name="log_dt", shape=(size // 2,), initializer=log_dt)
-        self.skip = self.add_weight(name="skip", shape=(channels,), initializer=(
-            initializers.RandomNormal(stddev=1.0, seed=self.seed + 1)))
+        self.skip = self.add_weight(
+            name="skip",
+            shape=(channels,),
+            initializer=(initializers.RandomNormal(stddev=1.0, seed=self.seed + 1)),
+        )
 
     def discretised(self):
         """dt Lambda [modes] and B_bar [modes, channels], each as a (real, imag) pair."""
@@ -223,8 +252,10 @@ class S5(Mixer):
             states = recurrence(rate, inputs, reverse=direction == 1)
             c_real = ops.cast(self.c_real[direction], u.dtype)
             c_imag = ops.cast(self.c_imag[direction], u.dtype)
-            y = y + 2 * (ops.einsum("blp,hp->blh", states[0], c_real)
-                         - ops.einsum("blp,hp->blh", states[1], c_imag))
+            y = y + 2 * (
+                ops.einsum("blp,hp->blh", states[0], c_real)
+                - ops.einsum("blp,hp->blh", states[1], c_imag)
+            )
         return y
 
     def get_config(self):

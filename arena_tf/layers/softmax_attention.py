@@ -42,8 +42,11 @@ def softmax_attention(q, k, v, allowed):
             row_dot = ops.sum(ops.cast(upstream * out, "float32"), axis=-1, keepdims=True)
             d_weights = ops.cast(ops.matmul(upstream, ops.swapaxes(v, -1, -2)), "float32")
             d_logits = ops.cast(ops.cast(weights, "float32") * (d_weights - row_dot), dtype)
-            return (ops.matmul(d_logits, k), ops.matmul(ops.swapaxes(d_logits, -1, -2), q),
-                    ops.matmul(ops.swapaxes(weights, -1, -2), upstream))
+            return (
+                ops.matmul(d_logits, k),
+                ops.matmul(ops.swapaxes(d_logits, -1, -2), q),
+                ops.matmul(ops.swapaxes(weights, -1, -2), upstream),
+            )
 
         return out, grad
 

@@ -21,25 +21,44 @@ def show_plan(suite, runs):
 
 
 def parse_args(argv):
-    parser = cli.ArgumentParser(prog="python -m arena_tf.reproduce", 
-                                description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(
+        prog="python -m arena_tf.reproduce", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("suite", help="a suite of configs/suites/, 'report', 'merge' or 'pack'")
-    parser.add_argument("files", nargs="*", help="with merge: results.json files to add rows "
-                                                 "from; with pack: the suites (default: all)")
-    parser.add_argument("--mechanisms", action=cli.Items, metavar="NAME",
-                        help="a subset of the suite's mechanisms")
-    parser.add_argument("--seeds", action=cli.Items, type=cli.whole_number(0), metavar="SEED",
-                        help="seeds (default: the suite's)")
-    parser.add_argument("--tasks", action=cli.Items, metavar="TASK",
-                        help="a subset of the suite's tasks")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        help="with merge: results.json files to add rows "
+        "from; with pack: the suites (default: all)",
+    )
+    parser.add_argument(
+        "--mechanisms", action=cli.Items, metavar="NAME", help="a subset of the suite's mechanisms"
+    )
+    parser.add_argument(
+        "--seeds",
+        action=cli.Items,
+        type=cli.whole_number(0),
+        metavar="SEED",
+        help="seeds (default: the suite's)",
+    )
+    parser.add_argument(
+        "--tasks", action=cli.Items, metavar="TASK", help="a subset of the suite's tasks"
+    )
     parser.add_argument("--resume", action="store_true", help="continue interrupted runs")
     parser.add_argument("--list", action="store_true", help="show each run's state; train nothing")
-    parser.add_argument("--rerun", action="store_true",
-                        help="re-run recorded rows with their own commands (runs/rerun/) and add "
-                             "each result to its row's reruns")
-    parser.add_argument("--time-limit", type=cli.positive_int, metavar="SECONDS",
-                        help="stop at a checkpoint after this many seconds (e.g. a GPU "
-                             "machine's ten-minute command); --resume goes on")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="re-run recorded rows with their own commands (runs/rerun/) and add "
+        "each result to its row's reruns",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=cli.positive_int,
+        metavar="SECONDS",
+        help="stop at a checkpoint after this many seconds (e.g. a GPU "
+        "machine's ten-minute command); --resume goes on",
+    )
     return parser.parse_args(argv)
 
 
@@ -73,9 +92,11 @@ def main(argv=None):
             return 0
         if args.suite == "merge" or args.files:
             if args.suite != "merge" or not args.files:
-                raise cli.UsageError("results files are read by `merge` alone",
-                                     "python -m arena_tf.reproduce merge FILE [FILE ...]",
-                                     "name the files after merge, or drop them")
+                raise cli.UsageError(
+                    "results files are read by `merge` alone",
+                    "python -m arena_tf.reproduce merge FILE [FILE ...]",
+                    "name the files after merge, or drop them",
+                )
             added = merge(args.files)
             print(f"reproduce: added {added} row(s) to {RESULTS}; wrote {report.write()}")
             return 0

@@ -25,7 +25,9 @@ import zlib
 from arena_tf import cli, files
 from arena_tf.training.run_dir import CHECKPOINT_FORMATS, checkpoint_steps
 
-PAUSED = pathlib.Path(__file__).resolve().parents[2] / "docs" / "results" / "reproduction" / "paused"
+PAUSED = (
+    pathlib.Path(__file__).resolve().parents[2] / "docs" / "results" / "reproduction" / "paused"
+)
 SUFFIX = ".tar.gz"
 KEPT = ("config.yaml", "train", "validation")  # beside the newest checkpoint
 MAX_MB = 24  # larger archives are not kept in the repository (the LRA models' runs start again)
@@ -44,10 +46,12 @@ def readable(archive):
     try:
         yield
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
-        raise cli.UsageError(f"{archive} cannot be read ({type(error).__name__}: {error})",
-                             "an archive `python -m arena_tf.reproduce pack` wrote",
-                             f"restore it (git checkout -- {archive}) or delete it to train that "
-                             "run again from its start") from None
+        raise cli.UsageError(
+            f"{archive} cannot be read ({type(error).__name__}: {error})",
+            "an archive `python -m arena_tf.reproduce pack` wrote",
+            f"restore it (git checkout -- {archive}) or delete it to train that "
+            "run again from its start",
+        ) from None
 
 
 def archived(archive):
@@ -56,8 +60,11 @@ def archived(archive):
     with readable(archive), tarfile.open(archive) as tar:
         names = tar.getnames()
     for backend, suffix in CHECKPOINT_FORMATS.items():
-        steps = [int(match.group(1)) for name in names
-                 if (match := re.fullmatch(rf"checkpoints/ckpt-(\d+){re.escape(suffix)}", name))]
+        steps = [
+            int(match.group(1))
+            for name in names
+            if (match := re.fullmatch(rf"checkpoints/ckpt-(\d+){re.escape(suffix)}", name))
+        ]
         if steps:
             return max(steps), backend
     return None, None
@@ -101,12 +108,15 @@ def check_readable(checkpoint_dir, step):
                 arrays.files  # noqa: B018 (reads the archive's directory)
     except FileNotFoundError:
         raise
-    except Exception as error:  # TensorFlow's DataLossError, zipfile's BadZipFile, ...
+    except Exception as error:  # noqa: BLE001 (any failure to read means unreadable)
+        # TensorFlow's DataLossError, zipfile's BadZipFile, ...
         raise cli.UsageError(
             f"{checkpoint_dir}/ckpt-{step} cannot be read ({type(error).__name__}: "
-            f"{' '.join(str(error).split())[:200]})", "a complete checkpoint to pack",
+            f"{' '.join(str(error).split())[:200]})",
+            "a complete checkpoint to pack",
             f"delete {checkpoint_dir}/ckpt-{step}.* to pack the checkpoint before it, or resume "
-            "the run to write a new one") from None
+            "the run to write a new one",
+        ) from None
 
 
 def unpack(archive, run_dir):

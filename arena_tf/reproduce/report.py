@@ -46,8 +46,10 @@ def time_cell(row):
     last = row.get("last_session")
     if not last:
         return "unknown"
-    return (f"unknown: over {last['seconds'] / 60:.0f} min (the last session's {last['steps']:,} "
-            f"of {row['steps']:,} steps)")
+    return (
+        f"unknown: over {last['seconds'] / 60:.0f} min (the last session's {last['steps']:,} "
+        f"of {row['steps']:,} steps)"
+    )
 
 
 def dirty_section(rows):
@@ -55,12 +57,17 @@ def dirty_section(rows):
     dirty = [r for r in rows if str(r.get("git_commit", "")).endswith("+dirty")]
     if not dirty:
         return []
-    names = "\n".join(f"- {r['suite']} {r['mechanism']} seed {r['seed']} ({r['git_commit']})"
-                      for r in dirty)
-    return ["## Rows trained from a tree with uncommitted changes\n",
-            (f"{len(dirty)} row(s) name a commit ending in `+dirty`: their code was that commit "
-             "plus changes never committed as such, so the commit alone does not rebuild it.\n"),
-            names + "\n"]
+    names = "\n".join(
+        f"- {r['suite']} {r['mechanism']} seed {r['seed']} ({r['git_commit']})" for r in dirty
+    )
+    return [
+        "## Rows trained from a tree with uncommitted changes\n",
+        (
+            f"{len(dirty)} row(s) name a commit ending in `+dirty`: their code was that commit "
+            "plus changes never committed as such, so the commit alone does not rebuild it.\n"
+        ),
+        names + "\n",
+    ]
 
 
 def suite_table(name, rows, suite, task=None, paused=None):
@@ -71,30 +78,50 @@ def suite_table(name, rows, suite, task=None, paused=None):
     paused = paused or {}
     task = task or (suite.tasks[0] if suite else None)
     paper = suite.paper_of(task) if suite else {}
-    for mechanism in (suite.mechanisms if suite else sorted({r["mechanism"] for r in rows})):
+    for mechanism in suite.mechanisms if suite else sorted({r["mechanism"] for r in rows}):
         done = [r for r in rows if r["mechanism"] == mechanism]
         if not done:
-            missing = (f"missing: paused at step {paused[mechanism]:,} (carried in "
-                       f"{paused_runs.PAUSED.name}/)" if mechanism in paused else
-                       "missing: not run yet")
-            lines.append([f"`{mechanism}`", missing, "", "", *paper_cells(paper, mechanism),
-                          "", ""])
+            missing = (
+                f"missing: paused at step {paused[mechanism]:,} (carried in "
+                f"{paused_runs.PAUSED.name}/)"
+                if mechanism in paused
+                else "missing: not run yet"
+            )
+            lines.append(
+                [f"`{mechanism}`", missing, "", "", *paper_cells(paper, mechanism), "", ""]
+            )
             continue
         accuracies = [100 * r["test_accuracy"] for r in done]
         mean = statistics.fmean(accuracies)
         target = suite.target_of(mechanism) if suite else None
         verdict = "" if target is None else ("met" if mean >= target else f"missed ({target})")
         chance = done[0].get("chance")
-        trained = [r["final_train_accuracy"] for r in done
-                   if r.get("final_train_accuracy") is not None]
-        lines.append([f"`{mechanism}`", spread(accuracies),
-                      f"{statistics.fmean(100 * r['best_val_accuracy'] for r in done):.1f}",
-                      f"{100 * statistics.fmean(trained):.1f}" if trained else "",
-                      *paper_cells(paper, mechanism),
-                      "" if chance is None else f"{100 * chance:.1f}", verdict])
-    return table(["mechanism", "test accuracy % (ours)", "best validation %",
-                  f"training % (last {TRAIN_WINDOWS} logs)", *paper_header(suite, paper),
-                  "majority class %", "target"], lines)
+        trained = [
+            r["final_train_accuracy"] for r in done if r.get("final_train_accuracy") is not None
+        ]
+        lines.append(
+            [
+                f"`{mechanism}`",
+                spread(accuracies),
+                f"{statistics.fmean(100 * r['best_val_accuracy'] for r in done):.1f}",
+                f"{100 * statistics.fmean(trained):.1f}" if trained else "",
+                *paper_cells(paper, mechanism),
+                "" if chance is None else f"{100 * chance:.1f}",
+                verdict,
+            ]
+        )
+    return table(
+        [
+            "mechanism",
+            "test accuracy % (ours)",
+            "best validation %",
+            f"training % (last {TRAIN_WINDOWS} logs)",
+            *paper_header(suite, paper),
+            "majority class %",
+            "target",
+        ],
+        lines,
+    )
 
 
 def paper_header(suite, paper):
@@ -131,20 +158,29 @@ def listops_rules(suite, task, recorded=LISTOPS_RULES):
     """{label: accuracy %} of the ListOps rules recorded in `recorded` for a suite `task` that
     reads the default generated ListOps data (no data_dir, no generator_spec of its own); {}
     otherwise or where nothing is recorded."""
-    if task != "listops" or suite is None or suite.data_dir or any(
-            "generator_spec" in value for value in suite.overrides):
+    if (
+        task != "listops"
+        or suite is None
+        or suite.data_dir
+        or any("generator_spec" in value for value in suite.overrides)
+    ):
         return {}
     rules = files.read_json(recorded)
     if not rules:
         return {}
-    return {f"{rules['names'][level]} rule ({100 * rules['levels'][level]:.1f}%)":
-            100 * rules["levels"][level] for level in SHOWN_LEVELS}
+    return {
+        f"{rules['names'][level]} rule ({100 * rules['levels'][level]:.1f}%)": 100
+        * rules["levels"][level]
+        for level in SHOWN_LEVELS
+    }
 
 
 def rules_line(rules):
     """The report's sentence under a ListOps table: what the rules score on its test split."""
-    return (f"Rules on this data's test split ({LISTOPS_RULES.name}, `python -m arena_tf.analysis "
-            f"listops-baselines data/listops`): {', '.join(rules)}.\n")
+    return (
+        f"Rules on this data's test split ({LISTOPS_RULES.name}, `python -m arena_tf.analysis "
+        f"listops-baselines data/listops`): {', '.join(rules)}.\n"
+    )
 
 
 def plot_curves(name, rows, path, rules=None):
@@ -159,8 +195,10 @@ def plot_curves(name, rows, path, rules=None):
     figure, axes = plt.subplots(figsize=(7.5, 4.8))
     several = len({row["task"] for row in rows}) > 1
     drawn = [row for row in rows if row.get("validation_curve")]
-    labels = [f"{row['task'] + ' ' if several else ''}{row['mechanism']} seed {row['seed']}"
-              for row in drawn]
+    labels = [
+        f"{row['task'] + ' ' if several else ''}{row['mechanism']} seed {row['seed']}"
+        for row in drawn
+    ]
     styles = plot_style.series_styles(labels)
     curves = [tuple(map(tuple, row["validation_curve"])) for row in drawn]
     first_of = {}  # curve -> the label that drew it first: later copies say so and stagger markers
@@ -168,20 +206,36 @@ def plot_curves(name, rows, path, rules=None):
         steps, values = zip(*curve)
         twin = first_of.setdefault(curve, label)
         every = max(len(steps) // 12, curves.count(curve))
-        axes.plot(steps, [100 * v for v in values], markersize=4, linewidth=1.3, alpha=0.85,
-                  label=label if twin == label else f"{label} (same curve as {twin})",
-                  markevery=(index % every, every), **styles[label])
+        axes.plot(
+            steps,
+            [100 * v for v in values],
+            markersize=4,
+            linewidth=1.3,
+            alpha=0.85,
+            label=label if twin == label else f"{label} (same curve as {twin})",
+            markevery=(index % every, every),
+            **styles[label],
+        )
     chances = {row["task"]: 100 * row["chance"] for row in drawn if row.get("chance")}
     for task, chance in chances.items():
-        plot_style.chance_line(axes, chance, f"chance{' ' + task if several else ''} "
-                                             f"({chance:.1f}%)")
+        plot_style.chance_line(
+            axes, chance, f"chance{' ' + task if several else ''} ({chance:.1f}%)"
+        )
     plot_style.reference_lines(axes, rules or {})
     plot_style.at_least(axes, "y", span=10.0, bounds=(0.0, 100.0))
-    axes.set(xlabel="training step", ylabel="validation accuracy (%)",
-             title=f"{name}: validation accuracy while training")
+    axes.set(
+        xlabel="training step",
+        ylabel="validation accuracy (%)",
+        title=f"{name}: validation accuracy while training",
+    )
     axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=7, ncol=2 if len(labels) > 8 else 1, loc="upper left",
-                bbox_to_anchor=(1.01, 1.0), frameon=False)
+    axes.legend(
+        fontsize=7,
+        ncol=2 if len(labels) > 8 else 1,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        frameon=False,
+    )
     with files.atomic_path(path) as tmp:
         figure.savefig(tmp, format="png", dpi=100, bbox_inches="tight")
     plt.close(figure)
@@ -209,13 +263,20 @@ def attempts_table(rows):
     settings = [settings_of(row["command"]) for row in rows]
     names = sorted({name for values in settings for name in values})
     differing = [name for name in names if len({values.get(name) for values in settings}) > 1]
-    lines = [[row["suite"], row["seed"],
-              " ".join(f"{name}={values.get(name, 'unset')}" for name in differing) or "the same",
-              f"{100 * row['test_accuracy']:.1f}", f"{100 * row['best_val_accuracy']:.1f}",
-              row["steps"]]
-             for row, values in zip(rows, settings)]
-    return table(["suite", "seed", "settings that differ", "test %", "best validation %", "steps"],
-                 lines)
+    lines = [
+        [
+            row["suite"],
+            row["seed"],
+            " ".join(f"{name}={values.get(name, 'unset')}" for name in differing) or "the same",
+            f"{100 * row['test_accuracy']:.1f}",
+            f"{100 * row['best_val_accuracy']:.1f}",
+            row["steps"],
+        ]
+        for row, values in zip(rows, settings)
+    ]
+    return table(
+        ["suite", "seed", "settings that differ", "test %", "best validation %", "steps"], lines
+    )
 
 
 def attempts_section(rows):
@@ -224,50 +285,90 @@ def attempts_section(rows):
     groups = {}
     for row in sorted(rows, key=lambda r: (r["task"], r["mechanism"], r["suite"], r["seed"])):
         groups.setdefault((row["task"], row["mechanism"]), []).append(row)
-    parts = [f"### {task}: `{mechanism}`\n\n" + attempts_table(group) + "\n"
-             for (task, mechanism), group in groups.items()
-             if len({row["suite"] for row in group}) > 1]
+    parts = [
+        f"### {task}: `{mechanism}`\n\n" + attempts_table(group) + "\n"
+        for (task, mechanism), group in groups.items()
+        if len({row["suite"] for row in group}) > 1
+    ]
     if not parts:
         return []
-    return ["## Attempts: what changed the result\n",
-            ("Each task and mechanism trained in more than one suite, its runs side by side with "
-             "the settings in which they differ (taken from each row's command).\n"), *parts]
+    return [
+        "## Attempts: what changed the result\n",
+        (
+            "Each task and mechanism trained in more than one suite, its runs side by side with "
+            "the settings in which they differ (taken from each row's command).\n"
+        ),
+        *parts,
+    ]
 
 
 def runs_table(rows):
     """One line per run: its numbers, where it ran, its command, and (once any row of the suite has
     one) its re-runs with their differences."""
     with_reruns = any(r.get("reruns") for r in rows)
-    header = ["mechanism", "seed", "test %", "steps", "train time", "device, backend", "commit",
-              "command"]
+    header = [
+        "mechanism",
+        "seed",
+        "test %",
+        "steps",
+        "train time",
+        "device, backend",
+        "commit",
+        "command",
+    ]
     if with_reruns:
         header.append("re-runs: test % (points from the row, device)")
-    return table(header, [[r["mechanism"], r["seed"], f"{100 * r['test_accuracy']:.2f}",
-                           r["steps"], time_cell(r),
-                           ", ".join(filter(None, (r["device"], r.get("backend")))),
-                           r["git_commit"], f"`{command_of(r)}`",
-                           *([reruns.cell(r)] if with_reruns else [])] for r in rows])
+    return table(
+        header,
+        [
+            [
+                r["mechanism"],
+                r["seed"],
+                f"{100 * r['test_accuracy']:.2f}",
+                r["steps"],
+                time_cell(r),
+                ", ".join(filter(None, (r["device"], r.get("backend")))),
+                r["git_commit"],
+                f"`{command_of(r)}`",
+                *([reruns.cell(r)] if with_reruns else []),
+            ]
+            for r in rows
+        ],
+    )
 
 
 def carried_runs(suite, task, paused_dir):
     """The runs of `task` in `suite` carried unfinished in `paused_dir`."""
-    return [run for run in plan(suite, tasks=[task], paused_dir=paused_dir)
-            if run.archive.is_file()]
+    return [
+        run for run in plan(suite, tasks=[task], paused_dir=paused_dir) if run.archive.is_file()
+    ]
 
 
 def paused_steps(suite, task, paused_dir):
     """{mechanism: step} of the runs of `task` carried unfinished in `paused_dir`."""
-    return {run.mechanism: paused_runs.archived(run.archive)[0]
-            for run in carried_runs(suite, task, paused_dir)}
+    return {
+        run.mechanism: paused_runs.archived(run.archive)[0]
+        for run in carried_runs(suite, task, paused_dir)
+    }
 
 
 def task_tables(name, rows, suite, paused_dir):
     """[(task, table)] of suite `name` (None where its file is gone): the table of its `rows` per
     task, a missing mechanism naming the step of its checkpoint carried in `paused_dir`."""
     tasks = suite.tasks if suite else sorted({r["task"] for r in rows})
-    return [(task, suite_table(name, [r for r in rows if r["task"] == task], suite, task,
-                               paused_steps(suite, task, paused_dir) if suite else {}))
-            for task in tasks]
+    return [
+        (
+            task,
+            suite_table(
+                name,
+                [r for r in rows if r["task"] == task],
+                suite,
+                task,
+                paused_steps(suite, task, paused_dir) if suite else {},
+            ),
+        )
+        for task in tasks
+    ]
 
 
 def headline_cell(done, suite, mechanism, paused=False):
@@ -288,8 +389,10 @@ def headline(rows, suites_dir=SUITES, names=README_SUITES, paused_dir=paused_run
     accuracy with the target's verdict, beside the paper's number where the suite has one; a run
     carried unfinished in `paused_dir` reads 'paused'."""
     suites = [load_suite(name, suites_dir) for name in names]
-    paused = {suite.name: {run.mechanism for run in carried_runs(suite, suite.tasks[0], paused_dir)}
-              for suite in suites}
+    paused = {
+        suite.name: {run.mechanism for run in carried_runs(suite, suite.tasks[0], paused_dir)}
+        for suite in suites
+    }
     mechanisms = list(dict.fromkeys(m for suite in suites for m in suite.mechanisms))
     papers = [suite.paper_of(suite.tasks[0]) for suite in suites]
     header = ["mechanism"]
@@ -302,9 +405,12 @@ def headline(rows, suites_dir=SUITES, names=README_SUITES, paused_dir=paused_run
         for suite, paper in zip(suites, papers):
             done = [r for r in rows if r["suite"] == suite.name and r["mechanism"] == mechanism]
             inside = mechanism in suite.mechanisms
-            line += [headline_cell(done, suite, mechanism, mechanism in paused[suite.name])
-                     if inside else "",
-                     *paper_cells(paper, mechanism)]
+            line += [
+                headline_cell(done, suite, mechanism, mechanism in paused[suite.name])
+                if inside
+                else "",
+                *paper_cells(paper, mechanism),
+            ]
         lines.append(line)
     return table(header, lines)
 
@@ -314,19 +420,24 @@ def with_summary(text, rows, suites_dir=SUITES):
     return replace_section(text, "results", headline(rows, suites_dir))
 
 
-def render(results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs.PAUSED,
-           plots=True):
+def render(
+    results=RESULTS, doc=REPORT, suites_dir=SUITES, paused_dir=paused_runs.PAUSED, plots=True
+):
     """The report's text from results.json alone (a mechanism without a row names the step of its
     checkpoint carried in `paused_dir`, if any), drawing a learning-curve PNG per suite beside
     `doc` unless `plots` is False."""
     rows = read_results(results)
     doc = pathlib.Path(doc)
-    parts = ["# Reproduction\n",
-             ("Generated by `python -m arena_tf.reproduce report` from "
-              f"`{pathlib.Path(results).name}` in `{pathlib.Path(results).parent.name}/`, whose "
-              "rows `python -m arena_tf.reproduce SUITE` writes as each run finishes. Every row "
-              "holds the command that reproduces it, the commit and the device. Mechanisms without "
-              "a row are shown as missing, never estimated.\n")]
+    parts = [
+        "# Reproduction\n",
+        (
+            "Generated by `python -m arena_tf.reproduce report` from "
+            f"`{pathlib.Path(results).name}` in `{pathlib.Path(results).parent.name}/`, whose "
+            "rows `python -m arena_tf.reproduce SUITE` writes as each run finishes. Every row "
+            "holds the command that reproduces it, the commit and the device. Mechanisms without "
+            "a row are shown as missing, never estimated.\n"
+        ),
+    ]
     files_of_suites = set(suite_paths(suites_dir))
     for name in sorted({r["suite"] for r in rows} | files_of_suites):
         suite = load_suite(name, suites_dir) if name in files_of_suites else None

@@ -35,20 +35,27 @@ def command_of(row, run_dir):
     while words and "=" in words[0] and not words[0].startswith("-"):
         name, _, value = words.pop(0).partition("=")
         environment[name] = value
-    if words[:len(TRAIN)] != TRAIN:
+    if words[: len(TRAIN)] != TRAIN:
         raise ValueError(f"{row['command']!r} is not a `python -m arena_tf.train` command")
     if row.get("backend") not in (None, "tensorflow"):
         environment.setdefault("KERAS_BACKEND", row["backend"])
-    arguments = [word for word in words[len(TRAIN):] if not word.startswith(RUN_DIR_FLAGS)]
+    arguments = [word for word in words[len(TRAIN) :] if not word.startswith(RUN_DIR_FLAGS)]
     return environment, [*arguments, f"--run-dir={run_dir}"]
 
 
 def entry(metrics, timing, device, commit, date):
     """A `reruns` entry from a finished re-run's metrics.json and its training time (`timing`:
     reproduce.training_time's dict)."""
-    return {"test_accuracy": metrics["test_accuracy"], "steps": metrics["steps"], **timing,
-            "device": metrics.get("device") or device, "dtype": metrics.get("precision"),
-            "backend": metrics.get("backend"), "git_commit": commit, "date": date}
+    return {
+        "test_accuracy": metrics["test_accuracy"],
+        "steps": metrics["steps"],
+        **timing,
+        "device": metrics.get("device") or device,
+        "dtype": metrics.get("precision"),
+        "backend": metrics.get("backend"),
+        "git_commit": commit,
+        "date": date,
+    }
 
 
 def finished(run_dir):

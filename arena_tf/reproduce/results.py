@@ -34,10 +34,20 @@ def git_commit():
     if os.environ.get("ARENA_TF_COMMIT"):
         return os.environ["ARENA_TF_COMMIT"]
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
-                                capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
     return commit + ("+dirty" if dirty else "")
@@ -51,13 +61,20 @@ def result_row(run):
     curve = read_scalars(run.run_dir / "validation").get("accuracy", {})
     trained = read_scalars(run.run_dir / "train").get("accuracy", {})
     return {
-        "suite": run.suite.name, "task": run.task_name, "mechanism": run.mechanism,
-        "seed": run.seed, "test_accuracy": metrics["test_accuracy"],
+        "suite": run.suite.name,
+        "task": run.task_name,
+        "mechanism": run.mechanism,
+        "seed": run.seed,
+        "test_accuracy": metrics["test_accuracy"],
         "best_val_accuracy": max(curve.values(), default=metrics["validation_accuracy"]),
-        "chance": metrics.get("test_chance"), "test_examples": metrics["test_examples"],
-        "steps": metrics["steps"], **training_time(metrics),
-        "device": metrics.get("device") or cpu_device(), "dtype": run_dtype(run.run_dir, metrics),
-        "backend": metrics.get("backend"), "git_commit": git_commit(),
+        "chance": metrics.get("test_chance"),
+        "test_examples": metrics["test_examples"],
+        "steps": metrics["steps"],
+        **training_time(metrics),
+        "device": metrics.get("device") or cpu_device(),
+        "dtype": run_dtype(run.run_dir, metrics),
+        "backend": metrics.get("backend"),
+        "git_commit": git_commit(),
         "date": datetime.date.today().isoformat(),
         "command": command_of({"command": run.command, "backend": metrics.get("backend")}),
         "validation_curve": [[step, value] for step, value in sorted(curve.items())],
@@ -87,8 +104,13 @@ def training_time(metrics):
         total = metrics["wall_time_s"]  # not resumed (or written before train_seconds existed)
     if total is not None:
         return {"train_seconds": round(total, 1)}
-    return {"train_seconds": None, "last_session": {"seconds": round(metrics["wall_time_s"], 1),
-                                                    "steps": metrics["trained_steps"]}}
+    return {
+        "train_seconds": None,
+        "last_session": {
+            "seconds": round(metrics["wall_time_s"], 1),
+            "steps": metrics["trained_steps"],
+        },
+    }
 
 
 def command_of(row):
@@ -115,11 +137,17 @@ def read_results(path=RESULTS):
     try:
         listed = json.loads(path.read_text())
     except ValueError as error:
-        raise cli.UsageError(f"{path} is not JSON ({error})", "the JSON list of results rows",
-                             f"restore it: git checkout -- {path}") from None
+        raise cli.UsageError(
+            f"{path} is not JSON ({error})",
+            "the JSON list of results rows",
+            f"restore it: git checkout -- {path}",
+        ) from None
     if not isinstance(listed, list):
-        raise cli.UsageError(f"{path} holds a {type(listed).__name__}, not a list of rows",
-                             "the JSON list of results rows", f"restore it: git checkout -- {path}")
+        raise cli.UsageError(
+            f"{path} holds a {type(listed).__name__}, not a list of rows",
+            "the JSON list of results rows",
+            f"restore it: git checkout -- {path}",
+        )
     return [with_dtype(row) for row in check_rows(listed, path)]
 
 
@@ -164,10 +192,11 @@ def merge(paths, results=RESULTS, suites_dir=SUITES):
                 new[name] = row
                 continue
             if without_reruns(known) != without_reruns(row):
-                raise cli.UsageError(f"{path} has another result for {'/'.join(map(str, name))}",
-                                     "rows that results.json lacks or holds unchanged (re-runs "
-                                     "aside)",
-                                     "remove the older row from one of the files, then merge")
+                raise cli.UsageError(
+                    f"{path} has another result for {'/'.join(map(str, name))}",
+                    "rows that results.json lacks or holds unchanged (re-runs aside)",
+                    "remove the older row from one of the files, then merge",
+                )
             extra = [e for e in row.get("reruns", ()) if e not in known.get("reruns", ())]
             if extra:
                 new[name] = {**known, "reruns": [*known.get("reruns", ()), *extra]}
@@ -182,13 +211,17 @@ def check_named(row, path, suites_dir=SUITES):
     import arena_tf.layers as layers  # Keras: only when there is a row to check
 
     if row["suite"] not in suite_paths(suites_dir):
-        raise cli.UsageError(f"{path} has a row of suite {row['suite']!r}, which no suite file "
-                             "defines", f"rows of the suites of {suites_dir} (or archive/suites/)",
-                             "correct the row's suite, or add its suite file, then merge")
+        raise cli.UsageError(
+            f"{path} has a row of suite {row['suite']!r}, which no suite file defines",
+            f"rows of the suites of {suites_dir} (or archive/suites/)",
+            "correct the row's suite, or add its suite file, then merge",
+        )
     if row["mechanism"] not in layers.available():
-        raise cli.UsageError(f"{path} has a row of mechanism {row['mechanism']!r}, which is not "
-                             "registered", f"one of {', '.join(layers.available())}",
-                             "correct the row's mechanism, then merge")
+        raise cli.UsageError(
+            f"{path} has a row of mechanism {row['mechanism']!r}, which is not registered",
+            f"one of {', '.join(layers.available())}",
+            "correct the row's mechanism, then merge",
+        )
 
 
 def file_rows(path):
@@ -200,12 +233,17 @@ def file_rows(path):
             raise TypeError(f"a {type(listed).__name__}, not a list")
         return [(row_key(r), with_dtype(r)) for r in check_rows(listed, path)]
     except (OSError, ValueError, TypeError, KeyError) as error:
-        raise cli.UsageError(f"{path} is not a results.json ({error})",
-                             "a JSON list of rows that `reproduce SUITE` wrote",
-                             "name the results-N.json files a GPU machine brought back") from None
+        raise cli.UsageError(
+            f"{path} is not a results.json ({error})",
+            "a JSON list of rows that `reproduce SUITE` wrote",
+            "name the results-N.json files a GPU machine brought back",
+        ) from None
 
 
 def recorded_runs(suite, results=RESULTS):
     """The (task, mechanism, seed) of the suite's rows in results.json."""
-    return {(r["task"], r["mechanism"], r["seed"]) for r in read_results(results)
-            if r["suite"] == suite.name}
+    return {
+        (r["task"], r["mechanism"], r["seed"])
+        for r in read_results(results)
+        if r["suite"] == suite.name
+    }

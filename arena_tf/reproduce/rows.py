@@ -20,19 +20,28 @@ def whole(low):
 
 
 def fraction(value):
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value) and 0 <= value <= 1)
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= 1
+    )
 
 
 def seconds(value):
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value) and value >= 0)
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 def curve(value):
     return isinstance(value, list) and all(
         isinstance(point, list) and len(point) == 2 and whole(0)(point[0]) and fraction(point[1])
-        for point in value)
+        for point in value
+    )
 
 
 def optional(check):
@@ -40,8 +49,9 @@ def optional(check):
 
 
 def session(value):
-    return isinstance(value, dict) and seconds(value.get("seconds")) and whole(0)(
-        value.get("steps"))
+    return (
+        isinstance(value, dict) and seconds(value.get("seconds")) and whole(0)(value.get("steps"))
+    )
 
 
 def listed(value):
@@ -96,9 +106,14 @@ def check_rows(rows, where):
     for index, row in enumerate(rows):
         wrong = problem(row)
         if wrong:
-            key = "/".join(str(row.get(k)) for k in ("suite", "task", "mechanism", "seed")) \
-                if isinstance(row, dict) else f"#{index}"
-            raise cli.UsageError(f"{where}: row {index} ({key}) is not a whole result: {wrong}",
-                                 f"every field of a results.json row ({', '.join(REQUIRED)})",
-                                 "use the rows `python -m arena_tf.reproduce SUITE` wrote")
+            key = (
+                "/".join(str(row.get(k)) for k in ("suite", "task", "mechanism", "seed"))
+                if isinstance(row, dict)
+                else f"#{index}"
+            )
+            raise cli.UsageError(
+                f"{where}: row {index} ({key}) is not a whole result: {wrong}",
+                f"every field of a results.json row ({', '.join(REQUIRED)})",
+                "use the rows `python -m arena_tf.reproduce SUITE` wrote",
+            )
     return rows

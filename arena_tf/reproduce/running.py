@@ -25,8 +25,9 @@ from arena_tf.training.loop import EXIT_PAUSED, cpu_device
 from arena_tf.training.run_dir import checkpoint_steps
 
 
-def run_suite(suite, runs, resume=False, results=RESULTS, doc=None,
-              suites_dir=SUITES, time_limit=None):
+def run_suite(
+    suite, runs, resume=False, results=RESULTS, doc=None, suites_dir=SUITES, time_limit=None
+):
     """Train every run not done yet, recording each in `results` as it finishes (and regenerating
     the report `doc` where one is given; the repository's is `python -m arena_tf.reproduce
     report`, never a side effect of training); the number trained. With
@@ -35,20 +36,27 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=None,
     began = time.monotonic()
     recorded = recorded_runs(suite, results)
     states = [run.state() for run in runs]  # a paused run's state reads its archive: once
-    interrupted = [run for run, state in zip(runs, states) if state == "interrupted"
-                   or (state == "paused" and run.key not in recorded)]
+    interrupted = [
+        run
+        for run, state in zip(runs, states)
+        if state == "interrupted" or (state == "paused" and run.key not in recorded)
+    ]
     if interrupted and not resume:
         names = ", ".join(str(run.run_dir) for run in interrupted[:3])
-        raise cli.UsageError(f"{len(interrupted)} run(s) of {suite.name} were interrupted "
-                             f"({names})",
-                             "--resume to continue them from their checkpoints",
-                             "rerun with --resume, or delete those run directories (and their "
-                             f"archives in {paused_runs.PAUSED.name}/) to start over")
+        raise cli.UsageError(
+            f"{len(interrupted)} run(s) of {suite.name} were interrupted ({names})",
+            "--resume to continue them from their checkpoints",
+            "rerun with --resume, or delete those run directories (and their "
+            f"archives in {paused_runs.PAUSED.name}/) to start over",
+        )
     trained = 0
     for number, (run, state) in enumerate(zip(runs, states), 1):
         if state != "interrupted" and run.key in recorded:  # else: recorded on another machine
-            elsewhere = "" if state == "done" else (
-                " (recorded in results.json; remove its row to run it again)")
+            elsewhere = (
+                ""
+                if state == "done"
+                else (" (recorded in results.json; remove its row to run it again)")
+            )
             print(f"reproduce: [{number}/{len(runs)}] {run.run_dir} done{elsewhere}", flush=True)
             continue
         if state == "paused":
@@ -56,11 +64,17 @@ def run_suite(suite, runs, resume=False, results=RESULTS, doc=None,
             print(f"reproduce: unpacked {run.archive} into {run.run_dir} (step {step})", flush=True)
         elif state == "new" and run.archive.is_file():
             step, backend = paused_runs.archived(run.archive)
-            print(f"reproduce: {run.archive} (step {step}) was written under {backend}; the run "
-                  f"starts again under {suites.keras_backend()}", flush=True)
+            print(
+                f"reproduce: {run.archive} (step {step}) was written under {backend}; the run "
+                f"starts again under {suites.keras_backend()}",
+                flush=True,
+            )
         if state != "done":
-            print(f"reproduce: [{number}/{len(runs)}] {'running' if state == 'new' else 'resuming'}"
-                  f" {run.command}", flush=True)
+            print(
+                f"reproduce: [{number}/{len(runs)}] {'running' if state == 'new' else 'resuming'}"
+                f" {run.command}",
+                flush=True,
+            )
             if not train(run.arguments, run.run_dir, time_left(time_limit, began)):
                 return trained
             trained += 1
@@ -83,29 +97,43 @@ def train(arguments, run_dir, time_limit=None, environment=None, again="--resume
     """One `python -m arena_tf.train` run in a child process: True when it finished, False when it
     paused at `time_limit` (`again` continues it); a failure stops the suite in one line."""
     limit = [] if time_limit is None else [f"--time-limit={time_limit}"]
-    status = subprocess.call([sys.executable, "-m", "arena_tf.train", *arguments, *limit],
-                             env={**os.environ, **(environment or {})})
+    status = subprocess.call(
+        [sys.executable, "-m", "arena_tf.train", *arguments, *limit],
+        env={**os.environ, **(environment or {})},
+    )
     if status == EXIT_PAUSED:
-        print(f"reproduce: paused {run_dir} at the time limit; rerun with {again} to continue it",
-              flush=True)
+        print(
+            f"reproduce: paused {run_dir} at the time limit; rerun with {again} to continue it",
+            flush=True,
+        )
         return False
     if status:
-        raise cli.RunError(f"run {run_dir} stopped with exit status {status}",
-                           "every run of the suite to finish",
-                           f"see its error above; rerun with {again} to continue")
+        raise cli.RunError(
+            f"run {run_dir} stopped with exit status {status}",
+            "every run of the suite to finish",
+            f"see its error above; rerun with {again} to continue",
+        )
     return True
 
 
 def regenerate(results, doc, suites_dir):
-    """The report `doc` from `results` where one is given; else how to regenerate the repository's."""
+    """The report `doc` from `results` where one is given; else how to regenerate the
+    repository's."""
     if doc is None:
         print("reproduce: `python -m arena_tf.reproduce report` regenerates the report", flush=True)
     else:
         report.write(results, doc, suites_dir)
 
 
-def rerun_rows(suite, runs, results=RESULTS, doc=None, suites_dir=SUITES,
-               time_limit=None, reruns_dir=reruns.RERUNS):
+def rerun_rows(
+    suite,
+    runs,
+    results=RESULTS,
+    doc=None,
+    suites_dir=SUITES,
+    time_limit=None,
+    reruns_dir=reruns.RERUNS,
+):
     """Re-run the recorded rows of `runs` with their own commands (continuing a re-run directory
     left unfinished) and add each finished re-run to its row's `reruns`; the number added."""
     began, added = time.monotonic(), 0
@@ -125,15 +153,23 @@ def rerun_rows(suite, runs, results=RESULTS, doc=None, suites_dir=SUITES,
         if metrics is None:
             print(f"reproduce: the re-run in {run_dir} is recorded already", flush=True)
         else:
-            entry = reruns.entry(metrics, training_time(metrics), cpu_device(), git_commit(),
-                                 datetime.date.today().isoformat())
+            entry = reruns.entry(
+                metrics,
+                training_time(metrics),
+                cpu_device(),
+                git_commit(),
+                datetime.date.today().isoformat(),
+            )
             record({**row, "reruns": [*row.get("reruns", ()), entry]}, results)
             (run_dir / reruns.RECORDED).touch()
             regenerate(results, doc, suites_dir)
             added += 1
-            print(f"reproduce: re-run of {run.mechanism} seed {run.seed}: "
-                  f"{100 * entry['test_accuracy']:.2f}% against {100 * row['test_accuracy']:.2f}% "
-                  f"({reruns.difference(row, entry):+.2f} points)", flush=True)
+            print(
+                f"reproduce: re-run of {run.mechanism} seed {run.seed}: "
+                f"{100 * entry['test_accuracy']:.2f}% against {100 * row['test_accuracy']:.2f}% "
+                f"({reruns.difference(row, entry):+.2f} points)",
+                flush=True,
+            )
     return added
 
 
@@ -158,7 +194,9 @@ def pack_unfinished(runs, results=RESULTS):
         megabytes = run.archive.stat().st_size / 2**20
         if megabytes > paused_runs.MAX_MB:
             run.archive.unlink()
-            print(f"reproduce: not carried: {run.run_dir} at step {step} packs into "
-                  f"{megabytes:.0f} MB, over {paused_runs.MAX_MB} MB")
+            print(
+                f"reproduce: not carried: {run.run_dir} at step {step} packs into "
+                f"{megabytes:.0f} MB, over {paused_runs.MAX_MB} MB"
+            )
             continue
         print(f"reproduce: packed {run.run_dir} at step {step} into {run.archive}")

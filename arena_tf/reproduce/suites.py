@@ -20,8 +20,13 @@ SUITES = ROOT / "configs" / "suites"
 ARCHIVED = ROOT / "archive" / "suites"  # past recipe searches: still found by name, listed apart
 RUNS = pathlib.Path("runs") / "reproduce"
 # Settings that decide when a run logs, evaluates or checkpoints, not what it learns.
-BOOKKEEPING = ("train.seed", "train.log_every", "train.eval_every", "train.eval_batches",
-               "train.checkpoint_every")
+BOOKKEEPING = (
+    "train.seed",
+    "train.log_every",
+    "train.eval_every",
+    "train.eval_batches",
+    "train.checkpoint_every",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,11 +91,15 @@ class Run:
     def arguments(self):
         """The train command's arguments after `python -m arena_tf.train`."""
         suite = self.suite
-        return [f"--task={self.task_name}", f"--model={self.mechanism}",
-                *([f"--preset={suite.preset}"] if suite.preset else []),
-                *(f"--set={value}" for value in suite.overrides_of(self.mechanism)),
-                f"--set=train.seed={self.seed}", f"--run-dir={self.run_dir}",
-                *([f"--data-dir={suite.data_dir}"] if suite.data_dir else [])]
+        return [
+            f"--task={self.task_name}",
+            f"--model={self.mechanism}",
+            *([f"--preset={suite.preset}"] if suite.preset else []),
+            *(f"--set={value}" for value in suite.overrides_of(self.mechanism)),
+            f"--set=train.seed={self.seed}",
+            f"--run-dir={self.run_dir}",
+            *([f"--data-dir={suite.data_dir}"] if suite.data_dir else []),
+        ]
 
     @property
     def command(self):
@@ -138,42 +147,64 @@ def load_suite(name, suites_dir=SUITES):
     path = suite_paths(suites_dir).get(name)
     if path is None:  # a name, not a path (../suites/cpu-listops)
         front = sorted(p.stem for p in pathlib.Path(suites_dir).glob("*.yaml"))
-        raise cli.UsageError(f"unknown suite {name!r}",
-                             f"one of {', '.join(front)} (or an archived one), report, merge or "
-                             "pack", f"pick a suite, or add {pathlib.Path(suites_dir)}/NAME.yaml")
+        raise cli.UsageError(
+            f"unknown suite {name!r}",
+            f"one of {', '.join(front)} (or an archived one), report, merge or pack",
+            f"pick a suite, or add {pathlib.Path(suites_dir)}/NAME.yaml",
+        )
     fields = {field.name for field in dataclasses.fields(Suite)} - {"name"}
     raw = read_yaml(path, sorted(fields))
     unknown = sorted(set(raw) - fields)
     if unknown:
-        raise cli.UsageError(f"{path}: unknown key {unknown[0]!r}", f"keys among {sorted(fields)}",
-                             "correct the suite file")
+        raise cli.UsageError(
+            f"{path}: unknown key {unknown[0]!r}",
+            f"keys among {sorted(fields)}",
+            "correct the suite file",
+        )
     missing = [key for key in ("task", "mechanisms") if not raw.get(key)]
     if missing:
-        raise cli.UsageError(f"{path}: no {missing[0]!r}", "a suite names its task and mechanisms",
-                             f"add '{missing[0]}:' to the suite file")
-    return Suite(name=name, **{**raw, "mechanisms": tuple(raw["mechanisms"]),
-                               "paper": raw.get("paper") or {},
-                               "seeds": tuple(raw.get("seeds", (0,))),
-                               "seeds_per_mechanism": raw.get("seeds_per_mechanism", {}),
-                               "overrides": tuple(raw.get("overrides", ()))})
+        raise cli.UsageError(
+            f"{path}: no {missing[0]!r}",
+            "a suite names its task and mechanisms",
+            f"add '{missing[0]}:' to the suite file",
+        )
+    return Suite(
+        name=name,
+        **{
+            **raw,
+            "mechanisms": tuple(raw["mechanisms"]),
+            "paper": raw.get("paper") or {},
+            "seeds": tuple(raw.get("seeds", (0,))),
+            "seeds_per_mechanism": raw.get("seeds_per_mechanism", {}),
+            "overrides": tuple(raw.get("overrides", ())),
+        },
+    )
 
 
 def chosen(what, asked, available, suite):
     """`asked` (or all of `available`), refused in one line where it names one not available."""
     unknown = sorted(set(asked or ()) - set(available))
     if unknown:
-        raise cli.UsageError(f"{what} {unknown[0]!r} is not in suite {suite.name}",
-                             f"some of {', '.join(available)}", f"fix --{what}s")
+        raise cli.UsageError(
+            f"{what} {unknown[0]!r} is not in suite {suite.name}",
+            f"some of {', '.join(available)}",
+            f"fix --{what}s",
+        )
     return asked or available
 
 
-def plan(suite, mechanisms=None, seeds=None, runs_dir=RUNS, tasks=None,
-         paused_dir=paused_runs.PAUSED):
+def plan(
+    suite, mechanisms=None, seeds=None, runs_dir=RUNS, tasks=None, paused_dir=paused_runs.PAUSED
+):
     """The suite's runs (restricted to `mechanisms`, `seeds` and `tasks` when given), in suite
     order."""
     mechanisms = chosen("mechanism", mechanisms, suite.mechanisms, suite)
     tasks = chosen("task", tasks, suite.tasks, suite)
-    return [Run(suite, mechanism, seed, pathlib.Path(runs_dir), task, pathlib.Path(paused_dir))
-            for task in suite.tasks if task in tasks
-            for mechanism in suite.mechanisms if mechanism in mechanisms
-            for seed in (seeds if seeds is not None else suite.seeds_of(mechanism))]
+    return [
+        Run(suite, mechanism, seed, pathlib.Path(runs_dir), task, pathlib.Path(paused_dir))
+        for task in suite.tasks
+        if task in tasks
+        for mechanism in suite.mechanisms
+        if mechanism in mechanisms
+        for seed in (seeds if seeds is not None else suite.seeds_of(mechanism))
+    ]

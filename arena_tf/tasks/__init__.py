@@ -1,8 +1,8 @@
 """The six LRA tasks, one file each, behind one registry.
 
-    import arena_tf.tasks as tasks
-    tasks.available()          # ['image', 'listops', 'pathfinder', 'pathx', 'retrieval', 'text']
-    task = tasks.get("listops", data_dir="data/")
+import arena_tf.tasks as tasks
+tasks.available()          # ['image', 'listops', 'pathfinder', 'pathx', 'retrieval', 'text']
+task = tasks.get("listops", data_dir="data/")
 """
 
 import importlib
@@ -34,8 +34,11 @@ def lookup(name):
     """The Task class registered under `name`; a ConfigError (a ValueError, exit 2 on the command
     line) listing the names otherwise."""
     if name not in _REGISTRY:
-        raise ConfigError(f"unknown task {name!r}", f"one of {', '.join(available())}",
-                          "pass --task with one of them")
+        raise ConfigError(
+            f"unknown task {name!r}",
+            f"one of {', '.join(available())}",
+            "pass --task with one of them",
+        )
     return _REGISTRY[name]
 
 
@@ -52,20 +55,37 @@ def get(name, **kwargs):
     unknown = sorted(set(kwargs) - set(COMMON) - set(params_of(cls)))
     if unknown:
         accepted = ", ".join(params_of(cls)) or "none"
-        raise ConfigError(f"task {name} has no parameter {', '.join(unknown)}",
-                          f"task.params among: {accepted}",
-                          "correct or drop it in --set task.params.NAME or the config")
+        raise ConfigError(
+            f"task {name} has no parameter {', '.join(unknown)}",
+            f"task.params among: {accepted}",
+            "correct or drop it in --set task.params.NAME or the config",
+        )
     return cls(**kwargs)
 
 
 def from_config(task_config, seed=0):
     """The task a `TaskConfig` names, with its data dir, length and constructor parameters."""
-    return get(task_config.name, data_dir=task_config.data_dir, max_len=task_config.max_len,
-               seed=seed, **task_config.params)
+    return get(
+        task_config.name,
+        data_dir=task_config.data_dir,
+        max_len=task_config.max_len,
+        seed=seed,
+        **task_config.params,
+    )
 
 
 for _module in TASKS:  # importing a module registers what it defines
     importlib.import_module(f"arena_tf.tasks.{_module}")
 
-__all__ = ["SPLITS", "BadDataError", "DataNotFoundError", "RowError", "Task", "available",
-           "from_config", "get", "lookup", "register"]
+__all__ = [
+    "SPLITS",
+    "BadDataError",
+    "DataNotFoundError",
+    "RowError",
+    "Task",
+    "available",
+    "from_config",
+    "get",
+    "lookup",
+    "register",
+]

@@ -109,18 +109,20 @@ class Task(abc.ABC):
 
     def _not_a_row(self, what):
         """The RowError for something that is not a row object with this task's input fields."""
-        return RowError(f"{self.name}: {what}",
-                        f"a JSON object with {', '.join(map(repr, self.input_keys))}",
-                        f"send rows as `python -m arena_tf.data rows --task={self.name}` "
-                        "writes them")
+        return RowError(
+            f"{self.name}: {what}",
+            f"a JSON object with {', '.join(map(repr, self.input_keys))}",
+            f"send rows as `python -m arena_tf.data rows --task={self.name}` writes them",
+        )
 
     @abc.abstractmethod
     def prepare(self):
         """Build (generate) or check the task's data; return {split: {"examples": n,
         "labels": {label: count}}} for `python -m arena_tf.data prepare`."""
 
-    def dataset(self, split, batch_size, shuffle=None, repeat=False, drop_remainder=None,
-                length_buckets=0):
+    def dataset(
+        self, split, batch_size, shuffle=None, repeat=False, drop_remainder=None, length_buckets=0
+    ):
         """Batched, prefetched pipeline; shuffled (under the task's seed) for training by default.
 
         Args:
@@ -140,17 +142,23 @@ class Task(abc.ABC):
 
         shuffle, drop_remainder = self._batching(split, shuffle, drop_remainder)
         if length_buckets and self.padding_id is None:
-            raise ValueError(f"{self.name}: length_buckets={length_buckets}, but every token of "
-                             "this task is real (no padding to cut)")
+            raise ValueError(
+                f"{self.name}: length_buckets={length_buckets}, but every token of "
+                "this task is real (no padding to cut)"
+            )
         data = self.load_split(split)
         if shuffle:
             data = data.shuffle(10_000, seed=self.seed, reshuffle_each_iteration=True)
         if repeat:
             data = data.repeat()
         if length_buckets:
-            data = batches.bucketed(data, batch_size, self.padding_id,
-                                    batches.bucket_lengths(self.max_len, length_buckets),
-                                    drop_remainder)
+            data = batches.bucketed(
+                data,
+                batch_size,
+                self.padding_id,
+                batches.bucket_lengths(self.max_len, length_buckets),
+                drop_remainder,
+            )
         else:
             data = data.batch(
                 batch_size,
@@ -160,8 +168,17 @@ class Task(abc.ABC):
             )
         return data.prefetch(tf.data.AUTOTUNE)
 
-    def batches(self, split, batch_size, shuffle=None, repeat=False, drop_remainder=None,
-                start=0, length_buckets=0, shard=(0, 1)):
+    def batches(
+        self,
+        split,
+        batch_size,
+        shuffle=None,
+        repeat=False,
+        drop_remainder=None,
+        start=0,
+        length_buckets=0,
+        shard=(0, 1),
+    ):
         """The twin of `dataset` without TensorFlow (arena_tf/tasks/batches.py): an iterator of
         NumPy (inputs, labels) batches of the same structure and defaults, prefetched in
         background threads (a grain DatasetIterator: `close()` stops them); `start` skips the
@@ -175,18 +192,34 @@ class Task(abc.ABC):
         shuffle, drop_remainder = self._batching(split, shuffle, drop_remainder)
         if length_buckets:
             if self.padding_id is None:
-                raise ValueError(f"{self.name}: length_buckets={length_buckets}, but every token "
-                                 "of this task is real (no padding to cut)")
+                raise ValueError(
+                    f"{self.name}: length_buckets={length_buckets}, but every token "
+                    "of this task is real (no padding to cut)"
+                )
             if not (shuffle and repeat and drop_remainder):
-                raise ValueError("length_buckets makes training batches: shuffled, endless, "
-                                 "without a short batch")
+                raise ValueError(
+                    "length_buckets makes training batches: shuffled, endless, "
+                    "without a short batch"
+                )
             return batches.bucketed_stream(
-                self.held_arrays(split), batch_size, self.padding_id,
-                batches.bucket_lengths(self.max_len, length_buckets), seed=self.seed,
-                start=start, shard=shard)
-        return batches.stream(self.held_arrays(split), batch_size, seed=self.seed,
-                              shuffle=shuffle, repeat=repeat, drop_remainder=drop_remainder,
-                              start=start, shard=shard)
+                self.held_arrays(split),
+                batch_size,
+                self.padding_id,
+                batches.bucket_lengths(self.max_len, length_buckets),
+                seed=self.seed,
+                start=start,
+                shard=shard,
+            )
+        return batches.stream(
+            self.held_arrays(split),
+            batch_size,
+            seed=self.seed,
+            shuffle=shuffle,
+            repeat=repeat,
+            drop_remainder=drop_remainder,
+            start=start,
+            shard=shard,
+        )
 
     def arrays(self, split):
         """The split as NumPy, in load_split's order: (inputs, labels), inputs one int32
@@ -199,9 +232,13 @@ class Task(abc.ABC):
     def model_fields(self):
         """The ModelConfig fields this task decides: its vocabulary, classes, padding id, input
         length and number of inputs (`two_tower`)."""
-        return dict(vocab_size=self.vocab_size, num_classes=self.num_classes,
-                    padding_id=self.padding_id, max_len=self.max_len,
-                    two_tower=self.num_inputs == 2)
+        return dict(
+            vocab_size=self.vocab_size,
+            num_classes=self.num_classes,
+            padding_id=self.padding_id,
+            max_len=self.max_len,
+            two_tower=self.num_inputs == 2,
+        )
 
     def held_arrays(self, split):
         """`read_arrays(split)`, read once per task object and then held in memory (a trainer
@@ -224,8 +261,10 @@ class Task(abc.ABC):
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
         training = split == "train"
-        return (training if shuffle is None else bool(shuffle),
-                training if drop_remainder is None else drop_remainder)
+        return (
+            training if shuffle is None else bool(shuffle),
+            training if drop_remainder is None else drop_remainder,
+        )
 
 
 def numpy_tasks():

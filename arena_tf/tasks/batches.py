@@ -51,8 +51,7 @@ def widen(inputs):
     return map_inputs(lambda ids: ids.astype(np.int32), inputs)
 
 
-def stream(arrays, batch_size, *, seed, shuffle, repeat, drop_remainder, start=0,
-           shard=(0, 1)):
+def stream(arrays, batch_size, *, seed, shuffle, repeat, drop_remainder, start=0, shard=(0, 1)):
     """An iterator of (inputs int32 [batch, max_len] (a tuple for two inputs), labels int32
     [batch]) over `arrays` = (inputs, labels), batched as `Task.dataset` batches: shuffled under
     `seed` and reshuffled each epoch when `shuffle`, endless when `repeat` (batches then run
@@ -70,8 +69,11 @@ def stream(arrays, batch_size, *, seed, shuffle, repeat, drop_remainder, start=0
         order = order.repeat()
     batches = order.batch(batch_size, drop_remainder=drop_remainder, batch_fn=np.asarray)
     batches = batches[start:].map(lambda rows: gather(inputs, labels, shard_rows(rows, shard)))
-    iterator = iter(batches.to_iter_dataset(
-        grain.ReadOptions(num_threads=THREADS, prefetch_buffer_size=PREFETCH)))
+    iterator = iter(
+        batches.to_iter_dataset(
+            grain.ReadOptions(num_threads=THREADS, prefetch_buffer_size=PREFETCH)
+        )
+    )
     iterator.start_prefetch()
     return iterator
 
@@ -96,8 +98,10 @@ def bucketed_stream(arrays, batch_size, padding_id, lengths, *, seed, start=0, s
     bucket_of = np.searchsorted(np.asarray(lengths), longest)
     per_epoch = int(sum(np.bincount(bucket_of, minlength=len(lengths)) // batch_size))
     if per_epoch == 0:
-        raise ValueError(f"no length bucket holds {batch_size} examples; expected a batch size "
-                         f"at most the examples of one bucket")
+        raise ValueError(
+            f"no length bucket holds {batch_size} examples; expected a batch size "
+            f"at most the examples of one bucket"
+        )
     plans = {}
 
     def plan(epoch):
@@ -109,8 +113,9 @@ def bucketed_stream(arrays, batch_size, padding_id, lengths, *, seed, start=0, s
             for bucket in range(len(lengths)):
                 members = order[bucket_of[order] == bucket]
                 full = len(members) // batch_size * batch_size
-                batches.extend((members[i:i + batch_size], bucket)
-                               for i in range(0, full, batch_size))
+                batches.extend(
+                    (members[i : i + batch_size], bucket) for i in range(0, full, batch_size)
+                )
             plans.clear()  # one epoch held at a time
             plans[epoch] = [batches[i] for i in rng.permutation(len(batches))]
         return plans[epoch]
@@ -118,11 +123,12 @@ def bucketed_stream(arrays, batch_size, padding_id, lengths, *, seed, start=0, s
     def make(index):
         rows, bucket = plan(index // per_epoch)[index % per_epoch]
         ids, chosen = gather(inputs, labels, shard_rows(np.sort(rows), shard))
-        return map_inputs(lambda x: x[:, :lengths[bucket]], ids), chosen
+        return map_inputs(lambda x: x[:, : lengths[bucket]], ids), chosen
 
     batches = grain.MapDataset.range(start, 2**62).map(make)
-    iterator = iter(batches.to_iter_dataset(
-        grain.ReadOptions(num_threads=1, prefetch_buffer_size=PREFETCH)))
+    iterator = iter(
+        batches.to_iter_dataset(grain.ReadOptions(num_threads=1, prefetch_buffer_size=PREFETCH))
+    )
     iterator.start_prefetch()
     return iterator
 
@@ -135,8 +141,10 @@ def check_start(start):
 def check_shard(shard, batch_size):
     index, count = shard
     if not 0 <= index < count or batch_size % count:
-        raise ValueError(f"shard {index} of {count} with batch size {batch_size}; expected "
-                         "0 <= index < count and a batch size divisible by count")
+        raise ValueError(
+            f"shard {index} of {count} with batch size {batch_size}; expected "
+            "0 <= index < count and a batch size divisible by count"
+        )
 
 
 def shard_rows(rows, shard):
@@ -145,7 +153,7 @@ def shard_rows(rows, shard):
     processes' parts, concatenated in process order, are the global batch."""
     index, count = shard
     size = len(rows) // count
-    return rows[index * size:(index + 1) * size]
+    return rows[index * size : (index + 1) * size]
 
 
 def real_lengths(ids, padding_id):
@@ -178,8 +186,9 @@ def tensorflow_arrays(task, split, numpy_tasks=()):
         for column, ids in zip(columns, as_tuple(inputs), strict=True):
             column.append(ids.astype(dtype))
         labels.append(label.astype(np.int32))
-    inputs = tuple(np.concatenate([np.zeros((0, task.max_len), dtype), *column])
-                   for column in columns)
+    inputs = tuple(
+        np.concatenate([np.zeros((0, task.max_len), dtype), *column]) for column in columns
+    )
     return (inputs if task.num_inputs > 1 else inputs[0]), np.concatenate(labels)
 
 
@@ -201,7 +210,6 @@ def require_tensorflow(task, numpy_tasks=()):
             'install it with `pip install -e ".[tf]"`, or train a task read without it '
             f"({', '.join(numpy_tasks) or 'none'})",
         ) from None
-
 
 
 def bucket_lengths(max_len, buckets):

@@ -45,6 +45,7 @@ class Image(sources.PixelRows, sources.TfdsTask):
 
     def encode(self, image, label):
         import tensorflow as tf
+
         gray = tf.image.rgb_to_grayscale(image)
         pixels = tf.reshape(tf.cast(gray, tf.int32), [SIDE * SIDE])
         return pixels, tf.cast(label, tf.int32)

@@ -49,8 +49,10 @@ SUBFOLDERS = ("", "listops-1000", "lra_release/listops-1000")
 HEADER = generator.HEADER.rstrip("\n")
 TOKENS = frozenset(token.encode() for token in (*VOCABULARY, *DROPPED))
 LABELS = {value.encode(): int(value) for value in generator.VALUES}
-TOKEN_IDS = {**{token: index for index, token in enumerate(VOCABULARY, start=1)},
-             **{token: 0 for token in DROPPED}}  # 0: dropped
+TOKEN_IDS = {
+    **{token: index for index, token in enumerate(VOCABULARY, start=1)},
+    **{token: 0 for token in DROPPED},
+}  # 0: dropped
 BLOCK_BYTES = 1 << 22  # text tokenized per NumPy pass (parse_file)
 LINE_FORMAT = (
     "'EXPRESSION<tab>VALUE' lines as in the LRA release, e.g. '( [MAX 2 9 ] )<tab>9': a value "
@@ -74,8 +76,15 @@ class ListOps(sources.TextPreview, Task):
     num_inputs = 1
     padding_id = 0
 
-    def __init__(self, data_dir=None, max_len=None, seed=0, generator_spec=None, processes=None,
-                 generate=True):
+    def __init__(
+        self,
+        data_dir=None,
+        max_len=None,
+        seed=0,
+        generator_spec=None,
+        processes=None,
+        generate=True,
+    ):
         super().__init__(data_dir=data_dir, max_len=max_len, seed=seed)
         self.generate = generate
         if isinstance(generator_spec, dict):  # from YAML: task.params.generator_spec
@@ -86,6 +95,7 @@ class ListOps(sources.TextPreview, Task):
 
     def load_split(self, split):
         import tensorflow as tf
+
         table = _token_table()
         return self._lines(split).map(
             lambda line: self._parse(line, table),
@@ -123,6 +133,7 @@ class ListOps(sources.TextPreview, Task):
     def _lines(self, split):
         """The lines of the split's file, without its header."""
         import tensorflow as tf
+
         path = self.files()[sources.check_split(split)]
         lines = tf.data.TextLineDataset(str(path))
         return lines.skip(1) if _has_header(path) else lines
@@ -137,8 +148,12 @@ class ListOps(sources.TextPreview, Task):
         root = sources.data_root(self.name, self.data_dir)
         names = list(generator.SPLIT_FILES.values())
         folder = sources.found_or_generated(
-            self, root, self.name, lambda: sources.find_folder(root, names, SUBFOLDERS),
-            lambda: self._generate(root, names))
+            self,
+            root,
+            self.name,
+            lambda: sources.find_folder(root, names, SUBFOLDERS),
+            lambda: self._generate(root, names),
+        )
         made_with = generator.generated_spec(folder)
         if self.requested_spec and made_with and made_with != self.requested_spec:
             raise BadDataError(
@@ -147,9 +162,12 @@ class ListOps(sources.TextPreview, Task):
                 "use another --data-dir or delete that folder to generate it again",
             )
         paths = {split: folder / name for split, name in generator.SPLIT_FILES.items()}
-        fix = (f"delete {folder} to generate it again" if made_with else
-               "correct or delete that line, or restore the file from the LRA release "
-               "(listops-1000/)")
+        fix = (
+            f"delete {folder} to generate it again"
+            if made_with
+            else "correct or delete that line, or restore the file from the LRA release "
+            "(listops-1000/)"
+        )
         for path in paths.values():
             check_file(path, fix)
         return paths
@@ -183,6 +201,7 @@ class ListOps(sources.TextPreview, Task):
 
     def _parse(self, line, table):
         import tensorflow as tf
+
         fields = tf.strings.split(line, "\t")
         ids = table.lookup(tf.strings.split(fields[0]))
         check = tf.debugging.assert_non_negative(
@@ -202,6 +221,7 @@ def row_error(what):
 def _token_table():
     """String token -> id: VOCABULARY ids 1..15, parentheses 0 (dropped), anything else -1."""
     import tensorflow as tf
+
     keys = list(VOCABULARY) + list(DROPPED)
     values = list(range(1, len(VOCABULARY) + 1)) + [0] * len(DROPPED)
     initializer = tf.lookup.KeyValueTensorInitializer(keys, tf.constant(values, tf.int32))
@@ -320,9 +340,11 @@ def _scan(path, size, fix):
         more = f" (and {bad - 1} more malformed line{'s' * (bad > 2)})" if bad > 1 else ""
         raise BadDataError(f"listops: {path}:{first[0]}: {first[1]}{more}", LINE_FORMAT, fix)
     if not lines:
-        raise BadDataError(f"listops: {path} holds no example", LINE_FORMAT,
-                           "restore the file from the LRA release, or delete the folder to "
-                           "generate it again")
+        raise BadDataError(
+            f"listops: {path} holds no example",
+            LINE_FORMAT,
+            "restore the file from the LRA release, or delete the folder to generate it again",
+        )
     return Scan(lines, {"examples": lines, "labels": dict(sorted(labels.items()))})
 
 
@@ -332,8 +354,9 @@ def _check_line(line):
     if len(fields) != 2:
         shown = line.decode("utf-8", "replace")
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
-        return (f"{len(fields)} tab-separated column{'s' * (len(fields) != 1)} instead of 2 "
-                f"({shown!r})"), None
+        return (
+            f"{len(fields)} tab-separated column{'s' * (len(fields) != 1)} instead of 2 ({shown!r})"
+        ), None
     expression, value = fields[0], fields[1].strip()
     if value not in LABELS:
         return f"the value {value.decode('utf-8', 'replace')[:20]!r} is not a number 0-9", None

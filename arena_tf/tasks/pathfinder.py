@@ -63,13 +63,23 @@ BAD_IMAGE_SHARE = 0.01
 NAMED_IMAGES = 3  # unreadable images named in a message
 # What png_problem and misfit call a file that cannot be read: skipped up to a limit. Anything else
 # they report (another size, another mode) is refused.
-UNREADABLE = ("missing", "unreadable", "empty", "not PNG", "truncated", "bad checksum",
-              "undecodable")
+UNREADABLE = (
+    "missing",
+    "unreadable",
+    "empty",
+    "not PNG",
+    "truncated",
+    "bad checksum",
+    "undecodable",
+)
 GRAY_MODES = ("L", "1", "LA")  # Pillow modes whose grey is decode_png's (channels=1)
-METADATA_FORMAT = ("lines 'imgs/<k> sample_<n>.png index label ...' (at least 4 fields, label 0 "
-                   "or 1) in metadata/<number>.npy text files, as in the LRA release")
+METADATA_FORMAT = (
+    "lines 'imgs/<k> sample_<n>.png index label ...' (at least 4 fields, label 0 "
+    "or 1) in metadata/<number>.npy text files, as in the LRA release"
+)
 SplitBaseline = collections.namedtuple(
-    "SplitBaseline", "threshold train_accuracy test_accuracy train_count test_count config")
+    "SplitBaseline", "threshold train_accuracy test_accuracy train_count test_count config"
+)
 
 
 class SkippedImageWarning(UserWarning):
@@ -88,20 +98,27 @@ def read_index(dataset_dir):
         except UnicodeDecodeError as error:
             line = metadata.read_bytes()[: error.start].count(b"\n") + 1
             byte = error.object[error.start]
-            raise BadDataError(f"{metadata}:{line}: not text (byte {byte:#04x})", METADATA_FORMAT,
-                               fix) from None
+            raise BadDataError(
+                f"{metadata}:{line}: not text (byte {byte:#04x})", METADATA_FORMAT, fix
+            ) from None
         except OSError as error:
-            raise BadDataError(f"cannot read {metadata} ({error.strerror or error})",
-                               METADATA_FORMAT, fix) from None
+            raise BadDataError(
+                f"cannot read {metadata} ({error.strerror or error})", METADATA_FORMAT, fix
+            ) from None
         for number, line in enumerate(text.split("\n"), 1):
             fields = line.split()
             if not fields:
                 continue
-            if len(fields) < 4 or fields[3] not in ("0", "1") or ".." in Path(fields[0]).parts \
-                    or os.path.isabs(fields[0]):
+            if (
+                len(fields) < 4
+                or fields[3] not in ("0", "1")
+                or ".." in Path(fields[0]).parts
+                or os.path.isabs(fields[0])
+            ):
                 shown = line if len(line) <= 60 else line[:57] + "..."
-                raise BadDataError(f"{metadata}:{number}: malformed line {shown!r}",
-                                   METADATA_FORMAT, fix)
+                raise BadDataError(
+                    f"{metadata}:{number}: malformed line {shown!r}", METADATA_FORMAT, fix
+                )
             index.append((os.path.join(dataset_dir, fields[0], fields[1]), int(fields[3])))
     return index
 
@@ -130,13 +147,13 @@ def png_problem(path):
         return "not PNG"
     position, size = len(PNG_SIGNATURE), len(data)
     while position + 12 <= size:
-        length = int.from_bytes(data[position:position + 4], "big")
+        length = int.from_bytes(data[position : position + 4], "big")
         end = position + 12 + length
         if end > size:
             return "truncated"
-        if zlib.crc32(data[position + 4:end - 4]) != int.from_bytes(data[end - 4:end], "big"):
+        if zlib.crc32(data[position + 4 : end - 4]) != int.from_bytes(data[end - 4 : end], "big"):
             return "bad checksum"
-        if data[position + 4:position + 8] == b"IEND":
+        if data[position + 4 : position + 8] == b"IEND":
             return None
         position = end
     return "truncated"
@@ -166,8 +183,11 @@ def split_bounds(count, split):
 
 def _metadata_number(path):
     if not path.stem.isdecimal():
-        raise BadDataError(f"{path}: a metadata file not named by a number",
-                           "metadata/<number>.npy files only", "move or rename this file")
+        raise BadDataError(
+            f"{path}: a metadata file not named by a number",
+            "metadata/<number>.npy files only",
+            "move or rename this file",
+        )
     return int(path.stem)
 
 
@@ -186,7 +206,7 @@ def whole_png(contents):
     """Whether `contents` starts with the PNG signature and ends with an IEND chunk: the test both
     pipelines make before decoding (a file that fails it decodes as all zero, and is skipped)."""
     tail = max(len(contents) - 8, 0)
-    return contents[:8] == PNG_SIGNATURE and contents[tail:tail + 4] == b"IEND"
+    return contents[:8] == PNG_SIGNATURE and contents[tail : tail + 4] == b"IEND"
 
 
 def png_pixels(path, count):
@@ -202,15 +222,20 @@ def png_pixels(path, count):
     try:
         image = Image.open(io.BytesIO(contents))
         if image.mode not in GRAY_MODES:
-            raise BadDataError(f"{path}: a {image.mode} image", expected,
-                               "convert the images to 8-bit grayscale")
+            raise BadDataError(
+                f"{path}: a {image.mode} image", expected, "convert the images to 8-bit grayscale"
+            )
         pixels = np.asarray(image.convert("L")).reshape(-1)
     except OSError as error:  # Pillow's error for data it cannot decode
-        raise BadDataError(f"{path}: cannot be decoded ({error})", expected,
-                           "restore or delete the file") from None
+        raise BadDataError(
+            f"{path}: cannot be decoded ({error})", expected, "restore or delete the file"
+        ) from None
     if pixels.size != count:
-        raise BadDataError(f"{path}: {image.width} x {image.height} pixels", expected,
-                           "use images of the task's size")
+        raise BadDataError(
+            f"{path}: {image.width} x {image.height} pixels",
+            expected,
+            "use images of the task's size",
+        )
     return pixels
 
 
@@ -239,11 +264,14 @@ def split_distance_baseline(dataset_dir, size=None, difficulty=None):
     if len(index) != info["num_examples"]:
         raise BadDataError(
             f"{dataset_dir}: {len(index)} images in its metadata where its {generator.INFO_FILE} "
-            f"records {info['num_examples']}", "every image the generator wrote, listed once",
-            _repair_advice(dataset_dir))
+            f"records {info['num_examples']}",
+            "every image the generator wrote, listed once",
+            _repair_advice(dataset_dir),
+        )
     train, test = (_nonempty_split(dataset_dir, len(index), split) for split in ("train", "test"))
-    with Progress(f"pathfinder: drawing the markers of {dataset_dir} again",
-                  len(train) + len(test), "images") as progress:
+    with Progress(
+        f"pathfinder: drawing the markers of {dataset_dir} again", len(train) + len(test), "images"
+    ) as progress:
         fit = _checked_cues(dataset_dir, config, info["seed"], index, train, progress)
         scored = _checked_cues(dataset_dir, config, info["seed"], index, test, progress)
     threshold, train_accuracy = generator.best_threshold(*fit)
@@ -255,41 +283,59 @@ def _nonempty_split(dataset_dir, count, split):
     """The positions of `split` among `count` images; a BadDataError when it holds none."""
     positions = range(*split_bounds(count, split))
     if not positions:
-        raise BadDataError(f"{dataset_dir}: its {split} split holds no image ({count} images in "
-                           "all, split 80/10/10)", "a dataset of 5 images or more",
-                           "generate more images (--num-examples)")
+        raise BadDataError(
+            f"{dataset_dir}: its {split} split holds no image ({count} images in "
+            "all, split 80/10/10)",
+            "a dataset of 5 images or more",
+            "generate more images (--num-examples)",
+        )
     return positions
 
 
 def _generated_info(dataset_dir, size, difficulty):
     """(generator.json, its PathfinderConfig) of a dataset the generator wrote, of `size` and
     `difficulty` where given; a DataNotFoundError or BadDataError when `dataset_dir` is not one."""
-    expected = ("a dataset the Pathfinder generator wrote (the folder holding "
-                f"{generator.INFO_FILE})")
+    expected = (
+        f"a dataset the Pathfinder generator wrote (the folder holding {generator.INFO_FILE})"
+    )
     record = Path(dataset_dir) / generator.INFO_FILE
     if not Path(dataset_dir).is_dir():
-        raise DataNotFoundError(f"{dataset_dir}: no such directory", expected,
-                                "pass the folder that the generator's --out-dir made")
+        raise DataNotFoundError(
+            f"{dataset_dir}: no such directory",
+            expected,
+            "pass the folder that the generator's --out-dir made",
+        )
     try:
         info = generator.read_info(dataset_dir)
     except ValueError:  # not JSON (or not text)
-        raise BadDataError(f"{record}: not JSON", expected, f"delete {dataset_dir} to generate it "
-                           "again, or pass another generated dataset") from None
+        raise BadDataError(
+            f"{record}: not JSON",
+            expected,
+            f"delete {dataset_dir} to generate it again, or pass another generated dataset",
+        ) from None
     if info is None:
-        raise BadDataError(f"{dataset_dir}: no {generator.INFO_FILE}, so no seed to draw its "
-                           "images again (an LRA release has none)", expected,
-                           "pass pathfinder<size>/<folder> of a generated ROOT")
+        raise BadDataError(
+            f"{dataset_dir}: no {generator.INFO_FILE}, so no seed to draw its "
+            "images again (an LRA release has none)",
+            expected,
+            "pass pathfinder<size>/<folder> of a generated ROOT",
+        )
     ours = generator.dataset_info(generator.PATHFINDER32, None, None, None)
     if _writer(info) != _writer(ours):
-        raise BadDataError(f"{record} names {_writer(info)}, not this Pathfinder generator "
-                           f"({_writer(ours)})", expected, f"delete {dataset_dir} to generate it "
-                           "again with this version, or pass a dataset it generated")
+        raise BadDataError(
+            f"{record} names {_writer(info)}, not this Pathfinder generator ({_writer(ours)})",
+            expected,
+            f"delete {dataset_dir} to generate it "
+            "again with this version, or pass a dataset it generated",
+        )
     for key in ("seed", "num_examples"):  # they size and seed the images drawn again
         value = info.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise BadDataError(f"{record} holds {key} {str(value)[:40]!r}",
-                               "a whole number >= 0, as the generator records it",
-                               f"delete {dataset_dir} to generate it again")
+            raise BadDataError(
+                f"{record} holds {key} {str(value)[:40]!r}",
+                "a whole number >= 0, as the generator records it",
+                f"delete {dataset_dir} to generate it again",
+            )
     return info, _recorded_config(dataset_dir, info, size, difficulty)
 
 
@@ -307,16 +353,20 @@ def _recorded_config(dataset_dir, info, size, difficulty):
     try:
         config = generator.config_from_info(info)
     except (KeyError, TypeError, ValueError) as error:
-        raise BadDataError(f"{dataset_dir}/{generator.INFO_FILE}: no Pathfinder config ({error})",
-                           "the config the generator recorded",
-                           f"delete {dataset_dir} to generate it again") from None
-    asked = generator.release_path(size or config.size,
-                                   generator.DIFFICULTIES.get(difficulty, config.contour_length))
+        raise BadDataError(
+            f"{dataset_dir}/{generator.INFO_FILE}: no Pathfinder config ({error})",
+            "the config the generator recorded",
+            f"delete {dataset_dir} to generate it again",
+        ) from None
+    asked = generator.release_path(
+        size or config.size, generator.DIFFICULTIES.get(difficulty, config.contour_length)
+    )
     if asked != config.release_path:
-        raise BadDataError(f"{dataset_dir} holds {config.release_path} images (its "
-                           f"{generator.INFO_FILE})", f"{asked} images, as --size and "
-                           "--difficulty say", "leave out --size and --difficulty: the record "
-                           "says which")
+        raise BadDataError(
+            f"{dataset_dir} holds {config.release_path} images (its {generator.INFO_FILE})",
+            f"{asked} images, as --size and --difficulty say",
+            "leave out --size and --difficulty: the record says which",
+        )
     return config
 
 
@@ -333,7 +383,8 @@ def _checked_cues(dataset_dir, config, seed, index, positions, progress):
                 f"seed {seed} has label {label}",
                 f"the images the generator drew with the seed and settings of "
                 f"{generator.INFO_FILE}",
-                _repair_advice(dataset_dir))
+                _repair_advice(dataset_dir),
+            )
         distances[row] = distance
         progress.update()
     return distances, np.array([index[position][1] for position in positions])
@@ -362,21 +413,38 @@ class Pathfinder(sources.PixelRows, Task):
     generator_config = generator.PATHFINDER32
     default_num_examples = 200_000
 
-    def __init__(self, data_dir=None, max_len=None, seed=0, difficulty="hard", num_examples=None,
-                 generator_seed=None, processes=None, generate=True, max_bad_images=None):
+    def __init__(
+        self,
+        data_dir=None,
+        max_len=None,
+        seed=0,
+        difficulty="hard",
+        num_examples=None,
+        generator_seed=None,
+        processes=None,
+        generate=True,
+        max_bad_images=None,
+    ):
         super().__init__(data_dir=data_dir, max_len=max_len, seed=seed)
         self.generate = generate
         self.generator_config = generator.config_for(self.generator_config.size, difficulty)
         side = self.generator_config.size
         if self.max_len != side * side:
-            raise ConfigError(f"{self.name}: max_len {self.max_len} is invalid",
-                              f"max_len {side * side} ({side} x {side} pixels)",
-                              "leave task.max_len unset for this task")
-        if max_bad_images is not None and (isinstance(max_bad_images, bool)
-                                           or not isinstance(max_bad_images, int)
-                                           or max_bad_images < 0):
-            raise ConfigError(f"{self.name}: max_bad_images={max_bad_images!r} is invalid",
-                              "a count >= 0", "set task.params.max_bad_images to 0 or more")
+            raise ConfigError(
+                f"{self.name}: max_len {self.max_len} is invalid",
+                f"max_len {side * side} ({side} x {side} pixels)",
+                "leave task.max_len unset for this task",
+            )
+        if max_bad_images is not None and (
+            isinstance(max_bad_images, bool)
+            or not isinstance(max_bad_images, int)
+            or max_bad_images < 0
+        ):
+            raise ConfigError(
+                f"{self.name}: max_bad_images={max_bad_images!r} is invalid",
+                "a count >= 0",
+                "set task.params.max_bad_images to 0 or more",
+            )
         self.num_examples = num_examples
         self.generator_seed = generator_seed
         self.processes = processes
@@ -394,9 +462,12 @@ class Pathfinder(sources.PixelRows, Task):
         """The release-layout directory read, generating it first if no candidate holds one."""
         root = sources.data_root(self.name, self.data_dir)
         folder = sources.found_or_generated(
-            self, root, self.generator_config.release_path,
+            self,
+            root,
+            self.generator_config.release_path,
             lambda: sources.find_folder(root, [FIRST_METADATA], self.subfolders),
-            lambda: self._generate(root))
+            lambda: self._generate(root),
+        )
         self._check_generated(folder)
         return folder
 
@@ -433,8 +504,9 @@ class Pathfinder(sources.PixelRows, Task):
         progress line every few seconds); a DataNotFoundError if one is missing, a BadDataError if
         more are unreadable than may be skipped, else one warning line on stderr when any is."""
         problems = {}
-        with Progress(f"{self.name}: checking images in {directory}", len(index),
-                      "images") as progress:
+        with Progress(
+            f"{self.name}: checking images in {directory}", len(index), "images"
+        ) as progress:
             for path, _ in index:
                 problem = png_problem(path) or misfit(path, self.max_len)
                 if problem:
@@ -442,23 +514,33 @@ class Pathfinder(sources.PixelRows, Task):
                 progress.update()
         if not problems:
             return frozenset()
-        self.refuse_misfits(directory, len(index), {
-            path: problem for path, problem in problems.items() if problem not in UNREADABLE})
+        self.refuse_misfits(
+            directory,
+            len(index),
+            {path: problem for path, problem in problems.items() if problem not in UNREADABLE},
+        )
         kinds = collections.Counter(problems.values())
         named = ", ".join(list(problems)[:NAMED_IMAGES])
         named += ", ..." * (len(problems) > NAMED_IMAGES)
         fix = _repair_advice(directory)
         if "missing" in kinds:
             missing = [path for path, problem in problems.items() if problem == "missing"]
-            are = "image listed in the metadata is" if len(missing) == 1 else \
-                "images listed in the metadata are"
+            are = (
+                "image listed in the metadata is"
+                if len(missing) == 1
+                else "images listed in the metadata are"
+            )
             raise DataNotFoundError(
                 f"{self.name}: {len(missing)} {are} missing (first: {missing[0]})",
-                "every listed image in place", fix)
+                "every listed image in place",
+                fix,
+            )
         summary = ", ".join(f"{count} {kind}" for kind, count in kinds.most_common())
         limit = self.bad_image_limit(len(index))
-        what = (f"{self.name}: {len(problems)} of {len(index)} images in {directory} are "
-                f"unreadable ({summary}: {named})")
+        what = (
+            f"{self.name}: {len(problems)} of {len(index)} images in {directory} are "
+            f"unreadable ({summary}: {named})"
+        )
         if len(problems) > limit:
             raise BadDataError(
                 what,
@@ -467,8 +549,11 @@ class Pathfinder(sources.PixelRows, Task):
                 f"task.params.max_bad_images says otherwise)",
                 f"{fix}, or skip up to N with --set task.params.max_bad_images=N",
             )
-        print(f"warning: {what}; skipped them (at most {limit} may be skipped); to use them, "
-              f"{fix}", file=sys.stderr, flush=True)
+        print(
+            f"warning: {what}; skipped them (at most {limit} may be skipped); to use them, {fix}",
+            file=sys.stderr,
+            flush=True,
+        )
         return frozenset(problems)
 
     def refuse_misfits(self, directory, total, misfits):
@@ -478,15 +563,18 @@ class Pathfinder(sources.PixelRows, Task):
             return
         kinds = collections.Counter(misfits.values())
         named = ", ".join(list(misfits)[:NAMED_IMAGES]) + ", ..." * (len(misfits) > NAMED_IMAGES)
-        side = int(round(self.max_len ** 0.5))
+        side = int(round(self.max_len**0.5))
         raise BadDataError(
             f"{self.name}: {len(misfits)} of {total} images in {directory} do not fit the task "
             f"({', '.join(f'{count} {kind}' for kind, count in kinds.most_common())}: {named})",
             f"8-bit grayscale PNGs of {side} x {side} pixels, as the LRA release and the "
-            "generator write", f"replace or remove them; {_repair_advice(directory)}")
+            "generator write",
+            f"replace or remove them; {_repair_advice(directory)}",
+        )
 
     def load_split(self, split):
         import tensorflow as tf
+
         paths, labels = zip(*self.examples(split))
         data = tf.data.Dataset.from_tensor_slices((list(paths), np.array(labels, np.int32)))
         data = data.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -498,8 +586,9 @@ class Pathfinder(sources.PixelRows, Task):
         SkippedImageWarning, as there."""
         examples = self.examples(split)
         pixels = np.zeros((len(examples), self.max_len), np.uint8)
-        with Progress(f"{self.name}: decoding the {split} images", len(examples),
-                      "images") as progress:
+        with Progress(
+            f"{self.name}: decoding the {split} images", len(examples), "images"
+        ) as progress:
             for row, (path, _) in enumerate(examples):
                 pixels[row] = png_pixels(path, self.max_len)
                 progress.update()
@@ -528,12 +617,15 @@ class Pathfinder(sources.PixelRows, Task):
         path = Path(out_dir) / f"{self.name}_train.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         generator.preview_grid(images, [label for _, label in pairs]).save(path)
-        return [f"{self.name}: first {len(images)} training images (green frame = positive, "
-                f"red = negative): {path}"]
+        return [
+            f"{self.name}: first {len(images)} training images (green frame = positive, "
+            f"red = negative): {path}"
+        ]
 
     def _decode(self, path, label):
         """(path, int32 pixels [max_len], label); all zero when the file is not a whole PNG."""
         import tensorflow as tf
+
         contents = tf.io.read_file(path)
         tail = tf.maximum(tf.strings.length(contents) - 8, 0)
         whole = tf.logical_and(
@@ -542,8 +634,9 @@ class Pathfinder(sources.PixelRows, Task):
         )
         pixels = tf.cond(
             whole,
-            lambda: tf.reshape(tf.cast(tf.io.decode_png(contents, channels=1), tf.int32),
-                               [self.max_len]),
+            lambda: tf.reshape(
+                tf.cast(tf.io.decode_png(contents, channels=1), tf.int32), [self.max_len]
+            ),
             lambda: tf.zeros([self.max_len], tf.int32),
         )
         return path, pixels, label
@@ -596,6 +689,7 @@ class Pathfinder(sources.PixelRows, Task):
 def _keep(path, pixels, label):
     """tf.data filter: keep images with a non-zero pixel; warn about the others."""
     import tensorflow as tf
+
     return tf.cond(
         tf.reduce_any(pixels > 0),
         lambda: tf.constant(True),

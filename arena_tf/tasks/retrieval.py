@@ -60,17 +60,23 @@ class Retrieval(sources.ByteTextRows, sources.TextPreview, Task):
 
     def load_split(self, split):
         import tensorflow as tf
-        return self._lines(split).map(self._parse, num_parallel_calls=tf.data.AUTOTUNE,
-                                      deterministic=True)
+
+        return self._lines(split).map(
+            self._parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        )
 
     def rows(self, split):
         for first, second, label in self._lines(split).map(_fields).as_numpy_iterator():
-            yield {"input1": sources.row_text(first), "input2": sources.row_text(second),
-                   "target": self.target(label)}
+            yield {
+                "input1": sources.row_text(first),
+                "input2": sources.row_text(second),
+                "target": self.target(label),
+            }
 
     def _lines(self, split):
         """The split's valid lines, in file order."""
         import tensorflow as tf
+
         path = self.files()[sources.check_split(split)]
         valid = tf.constant(self.scan(path).valid)
         lines = tf.data.TextLineDataset(str(path)).enumerate()
@@ -116,6 +122,7 @@ class Retrieval(sources.ByteTextRows, sources.TextPreview, Task):
 def _fields(line):
     """(text1, text2, int32 label) of a valid line; a '\\r' ending the line is not text."""
     import tensorflow as tf
+
     fields = tf.strings.split(line, "\t")
     label = tf.cast(tf.strings.to_number(fields[0]), tf.int32)
     return fields[3], tf.strings.regex_replace(fields[4], "\r$", ""), label

@@ -94,8 +94,11 @@ def found_or_generated(task, root, dataset, find, generate):
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(path, busy=_Generating).acquire()
     except _Generating as holder:
-        print(f"waiting for {holder}, which is generating {dataset} in {root}", file=sys.stderr,
-              flush=True)
+        print(
+            f"waiting for {holder}, which is generating {dataset} in {root}",
+            file=sys.stderr,
+            flush=True,
+        )
         lock = FileLock(path).acquire()
     except OSError:
         return generate()
@@ -108,13 +111,19 @@ def found_or_generated(task, root, dataset, find, generate):
 def present_files(root, filenames, subfolders=("",)):
     """Paths of the files in `filenames` found in any candidate folder (to report partial data); a
     DataNotFoundError for one of those names that is there but not a file (a folder)."""
-    paths = [Path(root) / sub / name for sub in subfolders for name in filenames
-             if (Path(root) / sub / name).exists()]
+    paths = [
+        Path(root) / sub / name
+        for sub in subfolders
+        for name in filenames
+        if (Path(root) / sub / name).exists()
+    ]
     other = next((path for path in paths if not path.is_file()), None)
     if other is not None:
-        raise DataNotFoundError(f"{other} is a folder, where the data file {other.name} is read",
-                                f"the file {other.name}, or nothing of that name",
-                                "move that folder away, or pass another --data-dir")
+        raise DataNotFoundError(
+            f"{other} is a folder, where the data file {other.name} is read",
+            f"the file {other.name}, or nothing of that name",
+            "move that folder away, or pass another --data-dir",
+        )
     return paths
 
 
@@ -156,7 +165,7 @@ def fit_ids(ids, max_len):
     """NumPy twin of `fit_length`: int32 [max_len], cut to `max_len`, right-padded with 0."""
     fitted = np.zeros(max_len, np.int32)
     ids = np.asarray(ids, np.int32)[:max_len]
-    fitted[:len(ids)] = ids
+    fitted[: len(ids)] = ids
     return fitted
 
 
@@ -164,13 +173,17 @@ def byte_ids(text, max_len):
     """NumPy twin of `encode_bytes` for a row's string (see `row_text`): UTF-8 byte + 1, cut and
     padded to `max_len`; RowError for anything but such a string."""
     if not isinstance(text, str):
-        raise RowError(f"a text input is a {type(text).__name__}", "a string",
-                       "send the text itself")
+        raise RowError(
+            f"a text input is a {type(text).__name__}", "a string", "send the text itself"
+        )
     try:
         raw = text.encode("utf-8", errors="surrogateescape")
     except UnicodeEncodeError as error:
-        raise RowError(f"a text input holds {text[error.start]!r}, which no UTF-8 byte encodes",
-                       "text, with undecodable bytes as \\udc80-\\udcff", "fix the row") from None
+        raise RowError(
+            f"a text input holds {text[error.start]!r}, which no UTF-8 byte encodes",
+            "text, with undecodable bytes as \\udc80-\\udcff",
+            "fix the row",
+        ) from None
     return fit_ids(np.frombuffer(raw, np.uint8).astype(np.int32) + 1, max_len)
 
 
@@ -179,11 +192,16 @@ def pixel_ids(pixels, max_len):
     RowError otherwise."""
     array = _whole_numbers(pixels)
     if array is None or len(array) != max_len or array.min() < 0 or array.max() > 255:
-        shown = f"a list of {len(pixels)} items" if isinstance(pixels, list) else \
-            f"a {type(pixels).__name__}"
-        raise RowError(f"a pixel input is not {max_len} whole numbers 0..255 ({shown})",
-                       f"a list of {max_len} 8-bit pixel values, row by row",
-                       "send the pixels as `python -m arena_tf.data rows` writes them")
+        shown = (
+            f"a list of {len(pixels)} items"
+            if isinstance(pixels, list)
+            else f"a {type(pixels).__name__}"
+        )
+        raise RowError(
+            f"a pixel input is not {max_len} whole numbers 0..255 ({shown})",
+            f"a list of {max_len} 8-bit pixel values, row by row",
+            "send the pixels as `python -m arena_tf.data rows` writes them",
+        )
     return array.astype(np.int32)
 
 
@@ -260,8 +278,11 @@ def require_max_len(task, length, why):
     """A ConfigError (a ValueError) unless `task.max_len` is `length` (tasks whose length is
     fixed)."""
     if task.max_len != length:
-        raise ConfigError(f"{task.name}: max_len {task.max_len} is invalid",
-                          f"max_len {length} ({why})", "leave task.max_len unset for this task")
+        raise ConfigError(
+            f"{task.name}: max_len {task.max_len} is invalid",
+            f"max_len {length} ({why})",
+            "leave task.max_len unset for this task",
+        )
 
 
 def _clip(text, width):
@@ -361,8 +382,9 @@ class TfdsTask(Task):
     def load_split(self, split):
         import tensorflow as tf
 
-        return self.tfds_examples(split).map(self.encode, num_parallel_calls=tf.data.AUTOTUNE,
-                                             deterministic=True)
+        return self.tfds_examples(split).map(
+            self.encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        )
 
     def tfds_examples(self, split):
         """The TFDS (features, label) pairs of a task split, before `encode`, in file order."""
@@ -395,7 +417,8 @@ class TfdsTask(Task):
         log.info("%s: downloading TFDS %s into %s", self.name, self.tfds_name, self.location())
         try:
             return load(download=True)
-        except Exception as error:  # network, disk or TFDS failures all mean "no source served"
+        except Exception as error:  # noqa: BLE001 (any failure means no source served)
+            # network, disk or TFDS failures all mean "no source served"
             problem = " ".join(str(error).split())[:200]
             raise DataNotFoundError(*self._missing_message(f"the download failed ({problem})"))
 

@@ -35,6 +35,7 @@ class Text(sources.ByteTextRows, sources.TextPreview, sources.TfdsTask):
 
     def encode(self, features, label):
         import tensorflow as tf
+
         return sources.encode_bytes(features, self.max_len), tf.cast(label, tf.int32)
 
     def rows(self, split):

@@ -47,8 +47,7 @@ def resolved(config, run_dir, gpu=None):
         return config
     saved = saved_precision(run_dir)
     precision = saved if saved not in (None, AUTO) else resolve(AUTO, gpu)
-    return dataclasses.replace(config, train=dataclasses.replace(config.train,
-                                                                 precision=precision))
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, precision=precision))
 
 
 def saved_precision(run_dir):

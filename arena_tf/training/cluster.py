@@ -11,11 +11,16 @@ import typing
 
 from arena_tf.training.errors import StrategyError
 
-ENVIRONMENT = {"coordinator": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
-               "processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
-               "process_id": "KERAS_DISTRIBUTION_PROCESS_ID"}
-FLAGS = {"coordinator": "--coordinator", "processes": "--num-processes",
-         "process_id": "--process-id"}
+ENVIRONMENT = {
+    "coordinator": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+    "processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
+    "process_id": "KERAS_DISTRIBUTION_PROCESS_ID",
+}
+FLAGS = {
+    "coordinator": "--coordinator",
+    "processes": "--num-processes",
+    "process_id": "--process-id",
+}
 DEFAULT_TIMEOUT_S = 300  # JAX's own default wait for every process to join
 
 
@@ -37,8 +42,14 @@ class Cluster(typing.NamedTuple):
     timeout: int = DEFAULT_TIMEOUT_S
 
     @classmethod
-    def named(cls, coordinator=None, processes=None, process_id=None,
-              timeout=DEFAULT_TIMEOUT_S, environ=os.environ):
+    def named(
+        cls,
+        coordinator=None,
+        processes=None,
+        process_id=None,
+        timeout=DEFAULT_TIMEOUT_S,
+        environ=os.environ,
+    ):
         """The cluster the flags name, each missing one taken from Keras' variable in `environ`
         (the first of a comma-separated KERAS_DISTRIBUTION_JOB_ADDRESSES is the coordinator);
         a StrategyError for a partial or inconsistent description."""
@@ -55,38 +66,51 @@ class Cluster(typing.NamedTuple):
         return cluster
 
     def check(self):
-        fields = {"coordinator": self.coordinator, "processes": self.processes,
-                  "process_id": self.process_id}
+        fields = {
+            "coordinator": self.coordinator,
+            "processes": self.processes,
+            "process_id": self.process_id,
+        }
         missing = [FLAGS[key] for key, value in fields.items() if value is None]
         if missing and len(missing) < len(fields):
             raise StrategyError(
                 f"a multi-process run needs {', '.join(FLAGS.values())} together; "
-                f"{', '.join(missing)} is missing", "all three, or none where JAX finds them "
-                "itself (Cloud TPU, SLURM)", f"pass {', '.join(missing)} (or set "
-                f"{', '.join(ENVIRONMENT[k] for k, v in fields.items() if v is None)})")
+                f"{', '.join(missing)} is missing",
+                "all three, or none where JAX finds them itself (Cloud TPU, SLURM)",
+                f"pass {', '.join(missing)} (or set "
+                f"{', '.join(ENVIRONMENT[k] for k, v in fields.items() if v is None)})",
+            )
         if self.processes is not None and self.processes < 1:
-            raise StrategyError(f"--num-processes={self.processes}", "at least 1",
-                                "pass the number of processes the run has")
+            raise StrategyError(
+                f"--num-processes={self.processes}",
+                "at least 1",
+                "pass the number of processes the run has",
+            )
         if self.process_id is not None and not 0 <= self.process_id < self.processes:
             raise StrategyError(
                 f"--process-id={self.process_id} with --num-processes={self.processes}",
                 f"a process id from 0 to {self.processes - 1}",
-                "give each process its own id, process 0 on the coordinator's host")
+                "give each process its own id, process 0 on the coordinator's host",
+            )
         if self.coordinator is not None:
             host, _, port = self.coordinator.rpartition(":")
             if not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise StrategyError(f"--coordinator={self.coordinator[:80]!r}",
-                                    "host:port of process 0, e.g. 10.0.0.1:1234",
-                                    "pass the address and a free port of process 0's host")
+                raise StrategyError(
+                    f"--coordinator={self.coordinator[:80]!r}",
+                    "host:port of process 0, e.g. 10.0.0.1:1234",
+                    "pass the address and a free port of process 0's host",
+                )
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, int) or self.timeout < 1:
-            raise StrategyError(f"--join-timeout={self.timeout!r}", "a whole number of seconds "
-                                ">= 1", "pass how long to wait for the other processes")
+            raise StrategyError(
+                f"--join-timeout={self.timeout!r}",
+                "a whole number of seconds >= 1",
+                "pass how long to wait for the other processes",
+            )
 
     def describe(self):
         if self.coordinator is None:
             return "the processes JAX detects"
-        return (f"process {self.process_id} of {self.processes}, coordinator "
-                f"{self.coordinator}")
+        return f"process {self.process_id} of {self.processes}, coordinator {self.coordinator}"
 
 
 def _whole(key, value):
@@ -95,6 +119,9 @@ def _whole(key, value):
         return value
     text = str(value).strip()
     if not text.lstrip("-").isdigit():
-        raise StrategyError(f"{FLAGS[key]} (or {ENVIRONMENT[key]}) = {text[:40]!r}",
-                            "a whole number", f"pass {FLAGS[key]}=N")
+        raise StrategyError(
+            f"{FLAGS[key]} (or {ENVIRONMENT[key]}) = {text[:40]!r}",
+            "a whole number",
+            f"pass {FLAGS[key]}=N",
+        )
     return int(text)

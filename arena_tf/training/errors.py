@@ -43,8 +43,11 @@ def op_error_cause(error):
     and the Python stack TensorFlow appends."""
     message = getattr(error, "message", None) or str(error)
     causes = [
-        line.strip() for line in message.splitlines()
-        if line.strip() and not line[0].isspace() and not line.startswith(("[[", "Detected at node"))
+        line.strip()
+        for line in message.splitlines()
+        if line.strip()
+        and not line[0].isspace()
+        and not line.startswith(("[[", "Detected at node"))
         and line.strip() not in ("Graph execution error:",)
     ]
     cause = causes[-1] if causes else first_line(error)

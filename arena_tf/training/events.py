@@ -31,13 +31,19 @@ SCALARS = {
     "loss": ("metrics/loss", "mean cross-entropy per example (nats)"),
     "accuracy": ("metrics/accuracy", "share of examples predicted as their label (0 to 1)"),
     "learning_rate": ("optimizer/learning_rate", "the optimizer's learning rate at this step"),
-    "steps_per_second": ("speed/steps_per_second",
-                         "training steps per second since the last point (steps/s)"),
-    "examples_per_second": ("speed/examples_per_second",
-                            "training examples per second since the last point (examples/s)"),
+    "steps_per_second": (
+        "speed/steps_per_second",
+        "training steps per second since the last point (steps/s)",
+    ),
+    "examples_per_second": (
+        "speed/examples_per_second",
+        "training examples per second since the last point (examples/s)",
+    ),
     "peak_memory_mb": ("memory/peak_mb", "peak resident memory of the training process (MiB)"),
-    "train_seconds": ("time/train_seconds",
-                      "seconds of training so far, over all sessions of the run (s)"),
+    "train_seconds": (
+        "time/train_seconds",
+        "seconds of training so far, over all sessions of the run (s)",
+    ),
     "test_accuracy": ("final/test_accuracy", "the test split's accuracy at the end (0 to 1)"),
     "test_loss": ("final/test_loss", "the test split's mean cross-entropy at the end (nats)"),
 }
@@ -46,11 +52,13 @@ EVALUATED = ("loss", "accuracy")  # all a validation point holds
 SPLITS = ("train", "validation")
 CONFIG_TAG = "config"
 # What the hparams dashboard shows beside each run's hyperparameters: (tag, run, name shown).
-HPARAMS_METRICS = (("final/test_accuracy", None, "test accuracy"),
-                   ("final/test_loss", None, "test loss"),
-                   ("metrics/accuracy", "validation", "validation accuracy (last)"),
-                   ("metrics/loss", "validation", "validation loss (last)"),
-                   ("metrics/accuracy", "train", "train accuracy (last)"))
+HPARAMS_METRICS = (
+    ("final/test_accuracy", None, "test accuracy"),
+    ("final/test_loss", None, "test loss"),
+    ("metrics/accuracy", "validation", "validation accuracy (last)"),
+    ("metrics/loss", "validation", "validation loss (last)"),
+    ("metrics/accuracy", "train", "train accuracy (last)"),
+)
 
 
 class EventWriter:
@@ -102,8 +110,10 @@ def open_writers(run_dir, chief=True):
     if not chief:
         return {split: NoWriter() for split in (*SPLITS, "run")}
     run_dir = pathlib.Path(run_dir)
-    return {**{split: EventWriter(run_dir / split) for split in SPLITS},
-            "run": EventWriter(run_dir)}
+    return {
+        **{split: EventWriter(run_dir / split) for split in SPLITS},
+        "run": EventWriter(run_dir),
+    }
 
 
 def flat(config, prefix=""):
@@ -124,13 +134,23 @@ def flat(config, prefix=""):
 def write_run_record(writer, config_yaml, config_dict):
     """The run's config as a text summary and its hyperparameters (every config field) as the
     hparams plugin's session, with the metrics its dashboard lists (HPARAMS_METRICS)."""
-    writer.text(0, CONFIG_TAG, "\n".join("    " + line for line in config_yaml.splitlines()),
-                description="the run's config.yaml (every setting the run trained with)")
+    writer.text(
+        0,
+        CONFIG_TAG,
+        "\n".join("    " + line for line in config_yaml.splitlines()),
+        description="the run's config.yaml (every setting the run trained with)",
+    )
     values = flat(config_dict)
-    metrics = [hparams_summary.Metric(tag, group=group, display_name=shown)
-               for tag, group, shown in HPARAMS_METRICS]
-    writer.add(0, hparams_summary.hparams_config_pb(
-        [hparams_summary.HParam(name) for name in values], metrics))
+    metrics = [
+        hparams_summary.Metric(tag, group=group, display_name=shown)
+        for tag, group, shown in HPARAMS_METRICS
+    ]
+    writer.add(
+        0,
+        hparams_summary.hparams_config_pb(
+            [hparams_summary.HParam(name) for name in values], metrics
+        ),
+    )
     writer.add(0, hparams_summary.hparams_pb(values))
 
 
@@ -143,8 +163,11 @@ def read_scalars(event_dir):
             for value in event.summary.value:
                 if value.metadata.plugin_data.plugin_name not in ("", "scalars"):
                     continue  # text and hparams records
-                number = (value.simple_value if value.WhichOneof("value") == "simple_value"
-                          else make_ndarray(value.tensor))
+                number = (
+                    value.simple_value
+                    if value.WhichOneof("value") == "simple_value"
+                    else make_ndarray(value.tensor)
+                )
                 name = SHORT_NAMES.get(value.tag, value.tag)
                 scalars.setdefault(name, {})[event.step] = float(number)
     return scalars

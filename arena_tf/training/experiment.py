@@ -35,12 +35,14 @@ def build_experiment(task_name, model_name, overrides=(), preset=None, data_dir=
 def plan_line(config, replicas, run_dir):
     """One line: what the run will do."""
     train = config.train
-    return (f"plan: train {config.model.attention} on {config.task.name} for "
-            f"{train.num_train_steps} steps of batch {train.batch_size} "
-            f"({replicas} replica(s)), validating every {train.eval_every} "
-            f"steps on {train.eval_batches or 'all'} batches and checkpointing every "
-            f"{train.checkpoint_every} in {run_dir} (resumed if it holds a checkpoint), then "
-            "testing; an ETA follows once the speed is known")
+    return (
+        f"plan: train {config.model.attention} on {config.task.name} for "
+        f"{train.num_train_steps} steps of batch {train.batch_size} "
+        f"({replicas} replica(s)), validating every {train.eval_every} "
+        f"steps on {train.eval_batches or 'all'} batches and checkpointing every "
+        f"{train.checkpoint_every} in {run_dir} (resumed if it holds a checkpoint), then "
+        "testing; an ETA follows once the speed is known"
+    )
 
 
 def check_derived_overrides(model, derived, overrides, task_config):
@@ -60,8 +62,7 @@ def check_derived_overrides(model, derived, overrides, task_config):
                 "--set model.max_len",
             )
         raise DataMismatchError(
-            f"--set model.{name}={given} disagrees with the {task} data, whose {name} is "
-            f"{decided}",
+            f"--set model.{name}={given} disagrees with the {task} data, whose {name} is {decided}",
             f"model.{name} as the task's data decides it (the trainer takes it from the task)",
             f"drop --set model.{name}",
         )
@@ -71,8 +72,8 @@ def check_token_embedding(model, task_name):
     """ConfigError when pixel brightness is asked of a task whose tokens are not pixels."""
     if model.token_embedding == "intensity" and not model.reads_pixels:
         raise ConfigError(
-            f"model.token_embedding=intensity reads token ids as pixel brightness, but {task_name}'s "
-            f"tokens are not pixels (it pads with id {model.padding_id})",
+            "model.token_embedding=intensity reads token ids as pixel brightness, but "
+            f"{task_name}'s tokens are not pixels (it pads with id {model.padding_id})",
             "a pixel task (image, pathfinder, pathx)",
             "drop --set model.token_embedding or set it to table",
         )
@@ -86,8 +87,11 @@ def check_data(config, task, first_example):
     where = f"the {task.name} training data" + (f" in {task.data_dir}" if task.data_dir else "")
     example = first_example(task, where)
     if example is None:
-        raise DataMismatchError(f"{where} holds no examples", "at least one training example",
-                                "check --data-dir, or delete the folder to generate it")
+        raise DataMismatchError(
+            f"{where} holds no examples",
+            "at least one training example",
+            "check --data-dir, or delete the folder to generate it",
+        )
     check_example(config.model, where, *example)
 
 
@@ -98,7 +102,8 @@ def check_example(model, where, inputs, label):
     if len(inputs) != wanted:
         raise DataMismatchError(
             f"{where} has {len(inputs)} input(s) per example but model.two_tower={model.two_tower}",
-            f"{wanted} input(s) per example", "check --data-dir and --task",
+            f"{wanted} input(s) per example",
+            "check --data-dir and --task",
         )
     for tokens in inputs:
         shape = tuple(tokens.shape)
@@ -110,18 +115,23 @@ def check_example(model, where, inputs, label):
             )
         tokens = np.asarray(tokens)
         if not np.issubdtype(tokens.dtype, np.integer):
-            raise DataMismatchError(f"{where} holds {tokens.dtype.name} inputs",
-                                    "integer token ids", "check --data-dir and --task")
+            raise DataMismatchError(
+                f"{where} holds {tokens.dtype.name} inputs",
+                "integer token ids",
+                "check --data-dir and --task",
+            )
         low, high = int(tokens.min()), int(tokens.max())
         if low < 0 or high >= model.vocab_size:
             raise DataMismatchError(
                 f"{where} holds token id {low if low < 0 else high} outside model.vocab_size="
                 f"{model.vocab_size}",
-                f"ids from 0 to {model.vocab_size - 1}", "check --data-dir and --task",
+                f"ids from 0 to {model.vocab_size - 1}",
+                "check --data-dir and --task",
             )
     label = int(label)
     if not 0 <= label < model.num_classes:
         raise DataMismatchError(
             f"{where} holds label {label} outside model.num_classes={model.num_classes}",
-            f"labels from 0 to {model.num_classes - 1}", "check --data-dir and --task",
+            f"labels from 0 to {model.num_classes - 1}",
+            "check --data-dir and --task",
         )

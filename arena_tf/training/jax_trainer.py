@@ -34,10 +34,9 @@ import sys
 import threading
 import types
 
-import numpy as np
-
 import jax
 import keras
+import numpy as np
 from keras import ops
 
 from arena_tf import cli, files
@@ -66,8 +65,10 @@ def split_cpu(count):
         if len(jax.devices("cpu")) != count:
             raise StrategyError(
                 f"cannot split the CPU into {count} devices: JAX already started its devices in "
-                "this process", "--cpu-devices before JAX uses any device",
-                "pass --cpu-devices at the start of a fresh process") from None
+                "this process",
+                "--cpu-devices before JAX uses any device",
+                "pass --cpu-devices at the start of a fresh process",
+            ) from None
 
 
 def join(cluster):
@@ -78,11 +79,16 @@ def join(cluster):
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
 
     def give_up():
-        cli.report(StrategyError(
-            f"the processes of the run did not all join within {cluster.timeout} s "
-            f"({cluster.describe()})", "every process started with the same --coordinator and "
-            "--num-processes and its own --process-id", "start the missing processes, check that "
-            "this host reaches the coordinator's address and port, or raise --join-timeout"))
+        cli.report(
+            StrategyError(
+                f"the processes of the run did not all join within {cluster.timeout} s "
+                f"({cluster.describe()})",
+                "every process started with the same --coordinator and "
+                "--num-processes and its own --process-id",
+                "start the missing processes, check that "
+                "this host reaches the coordinator's address and port, or raise --join-timeout",
+            )
+        )
         sys.stdout.flush()
         os._exit(2)
 
@@ -90,12 +96,18 @@ def join(cluster):
     watchdog.daemon = True
     watchdog.start()
     try:
-        jax.distributed.initialize(cluster.coordinator, cluster.processes, cluster.process_id,
-                                   initialization_timeout=cluster.timeout + 60)
+        jax.distributed.initialize(
+            cluster.coordinator,
+            cluster.processes,
+            cluster.process_id,
+            initialization_timeout=cluster.timeout + 60,
+        )
     except (ValueError, RuntimeError) as error:  # nothing to detect, or already joined
-        raise StrategyError(f"JAX could not join the run's processes: {first_line(error)}",
-                            "a cluster JAX detects (Cloud TPU, SLURM) or one the flags name",
-                            "pass --coordinator, --num-processes and --process-id") from None
+        raise StrategyError(
+            f"JAX could not join the run's processes: {first_line(error)}",
+            "a cluster JAX detects (Cloud TPU, SLURM) or one the flags name",
+            "pass --coordinator, --num-processes and --process-id",
+        ) from None
     finally:
         watchdog.cancel()
 
@@ -118,21 +130,21 @@ class Distribution:
 
     def __init__(self, kind="auto", tpu=None, cpu_devices=None, cluster=None):
         if tpu:
-            raise StrategyError("--tpu names TensorFlow's TPUStrategy, which JAX does not use",
-                                "no --tpu under KERAS_BACKEND=jax (a TPU VM's chips are local "
-                                "devices to JAX)",
-                                "drop --tpu and pass --strategy=mirrored, or train with "
-                                "KERAS_BACKEND=tensorflow")
+            raise StrategyError(
+                "--tpu names TensorFlow's TPUStrategy, which JAX does not use",
+                "no --tpu under KERAS_BACKEND=jax (a TPU VM's chips are local devices to JAX)",
+                "drop --tpu and pass --strategy=mirrored, or train with KERAS_BACKEND=tensorflow",
+            )
         if cpu_devices:
             split_cpu(cpu_devices)
         if kind == "multi_worker" or cluster is not None:
             join(cluster or Cluster())
         devices = jax.devices()  # every process's (the local ones in a one-process run)
         self.processes, self.process = jax.process_count(), jax.process_index()
-        parallel = (kind == "mirrored" or self.processes > 1
-                    or kind == "auto" and len(devices) > 1)
-        self.keras_distribution = (keras.distribution.DataParallel(devices=devices)
-                                   if parallel else None)
+        parallel = kind == "mirrored" or self.processes > 1 or kind == "auto" and len(devices) > 1
+        self.keras_distribution = (
+            keras.distribution.DataParallel(devices=devices) if parallel else None
+        )
         self.devices = devices if parallel else devices[:1]
         self.replicas = len(self.devices)
         self.chief = self.process == 0
@@ -141,10 +153,15 @@ class Distribution:
         platform = self.devices[0].platform.upper()
         hardware = "; CPU only (no GPU or TPU found)" if platform == "CPU" else ""
         name = "DataParallel" if self.keras_distribution else "one device"
-        processes = (f" in {self.processes} processes (this one: {self.process})"
-                     if self.processes > 1 else "")
-        return (f"{name} (keras.distribution, JAX) with {self.replicas} replica(s){processes} on "
-                f"{', '.join(str(d) for d in self.devices)}{hardware}")
+        processes = (
+            f" in {self.processes} processes (this one: {self.process})"
+            if self.processes > 1
+            else ""
+        )
+        return (
+            f"{name} (keras.distribution, JAX) with {self.replicas} replica(s){processes} on "
+            f"{', '.join(str(d) for d in self.devices)}{hardware}"
+        )
 
     def shard(self):
         """(index, count): this process's part of each global batch (`Task.batches`)."""
@@ -156,8 +173,11 @@ class Distribution:
         return cpu_device() if first.platform == "cpu" else f"{first.device_kind} x{self.replicas}"
 
     def scope(self):
-        return self.keras_distribution.scope() if self.keras_distribution else (
-            contextlib.nullcontext())
+        return (
+            self.keras_distribution.scope()
+            if self.keras_distribution
+            else (contextlib.nullcontext())
+        )
 
     def place(self, batch):
         """A training batch split over the replicas (as it is, on one device): this process's
@@ -185,9 +205,10 @@ class Trainer(Loop):
         if self.train.batch_size % self.distribution.replicas:
             raise StrategyError(
                 f"train.batch_size={self.train.batch_size} does not split over "
-                f"{self.distribution.replicas} replicas", "a batch size divisible by the "
-                "number of replicas", "change train.batch_size, --cpu-devices or "
-                "--num-processes")
+                f"{self.distribution.replicas} replicas",
+                "a batch size divisible by the number of replicas",
+                "change train.batch_size, --cpu-devices or --num-processes",
+            )
         self._step = 0
         self._state = self._variables_state()
         self._jit_train = jax.jit(self._stateless_train_step)
@@ -200,14 +221,24 @@ class Trainer(Loop):
 
     def _variables_state(self):
         """(trainable, non-trainable, optimizer) values, read from the Keras variables."""
-        return tuple([v.value for v in variables] for variables in (
-            self.model.trainable_variables, self.model.non_trainable_variables,
-            self.optimizer.variables))
+        return tuple(
+            [v.value for v in variables]
+            for variables in (
+                self.model.trainable_variables,
+                self.model.non_trainable_variables,
+                self.optimizer.variables,
+            )
+        )
 
     def _sync_variables(self):
-        for variables, values in zip((self.model.trainable_variables,
-                                      self.model.non_trainable_variables,
-                                      self.optimizer.variables), self._state):
+        for variables, values in zip(
+            (
+                self.model.trainable_variables,
+                self.model.non_trainable_variables,
+                self.optimizer.variables,
+            ),
+            self._state,
+        ):
             for variable, value in zip(variables, values):
                 variable.assign(value)
 
@@ -218,15 +249,19 @@ class Trainer(Loop):
         per_class = ops.sum(ops.one_hot(labels, self.config.model.num_classes), axis=0)
         count = ops.cast(ops.shape(labels)[0], "float32")
         return losses, ops.concatenate(
-            [ops.stack([ops.sum(ops.cast(losses, "float32")), ops.sum(correct), count]),
-             ops.cast(per_class, "float32")])
+            [
+                ops.stack([ops.sum(ops.cast(losses, "float32")), ops.sum(correct), count]),
+                ops.cast(per_class, "float32"),
+            ]
+        )
 
     def _stateless_train_step(self, state, inputs, labels):
         trainable, non_trainable, optimizer_values = state
 
         def scaled_loss(trainable):
-            logits, updated = self.model.stateless_call(trainable, non_trainable, inputs,
-                                                        training=True)
+            logits, updated = self.model.stateless_call(
+                trainable, non_trainable, inputs, training=True
+            )
             losses, sums = self._sums(logits, labels)
             loss = ops.sum(losses) / self.train.batch_size
             mapping = list(zip(self.optimizer.variables, optimizer_values))
@@ -235,8 +270,9 @@ class Trainer(Loop):
             return loss, (updated, sums)
 
         grads, (non_trainable, sums) = jax.grad(scaled_loss, has_aux=True)(trainable)
-        trainable, optimizer_values = self.optimizer.stateless_apply(optimizer_values, grads,
-                                                                     trainable)
+        trainable, optimizer_values = self.optimizer.stateless_apply(
+            optimizer_values, grads, trainable
+        )
         return (trainable, non_trainable, optimizer_values), sums
 
     def _stateless_eval_sums(self, trainable, non_trainable, inputs, labels):
@@ -246,9 +282,14 @@ class Trainer(Loop):
     # -- the loop's steps -------------------------------------------------------------------------
 
     def _train_stream(self, start):
-        return self.task.batches("train", self.train.batch_size, repeat=True, start=start,
-                                 length_buckets=self.train.length_buckets,
-                                 shard=self.distribution.shard())
+        return self.task.batches(
+            "train",
+            self.train.batch_size,
+            repeat=True,
+            start=start,
+            length_buckets=self.train.length_buckets,
+            shard=self.distribution.shard(),
+        )
 
     def _train_step(self, stream):
         inputs, labels = self.distribution.place(next(stream))
@@ -265,8 +306,10 @@ class Trainer(Loop):
             known = min(known, max_batches)
             batches = itertools.islice(batches, max_batches)
         trainable, non_trainable, _ = self._state
-        return known, (np.asarray(self._jit_eval(trainable, non_trainable, inputs, labels))
-                       for inputs, labels in batches)
+        return known, (
+            np.asarray(self._jit_eval(trainable, non_trainable, inputs, labels))
+            for inputs, labels in batches
+        )
 
     # -- checkpoints and TensorBoard --------------------------------------------------------------
 
@@ -283,9 +326,12 @@ class Trainer(Loop):
         with files.atomic_path(self.checkpoint_path(step)) as tmp:
             with open(tmp, "wb") as stream:
                 np.savez(stream, step=np.int64(step), **arrays)
-        kept = sorted(self.checkpoint_dir.glob("ckpt-*.npz"),
-                      key=lambda path: int(path.stem[len("ckpt-"):]), reverse=True)
-        for old in kept[self.train.keep_checkpoints:]:
+        kept = sorted(
+            self.checkpoint_dir.glob("ckpt-*.npz"),
+            key=lambda path: int(path.stem[len("ckpt-") :]),
+            reverse=True,
+        )
+        for old in kept[self.train.keep_checkpoints :]:
             old.unlink(missing_ok=True)
 
     def _restore(self, path):
@@ -298,8 +344,10 @@ class Trainer(Loop):
             return first_line(error)
         for name, variable in variables.items():
             if tuple(arrays[name].shape) != tuple(variable.shape):
-                return (f"{name} has shape {list(arrays[name].shape)}, the model's "
-                        f"{list(variable.shape)}")
+                return (
+                    f"{name} has shape {list(arrays[name].shape)}, the model's "
+                    f"{list(variable.shape)}"
+                )
         self._step = int(arrays["step"])
         if self.distribution.processes > 1:  # `resume` assigns them in every process at once
             self._restored = [arrays[name] for name in variables]
@@ -320,8 +368,9 @@ class Trainer(Loop):
         if self.chief:  # reads its checkpoint into self._restored, assigning nothing yet
             super().resume()
         values = self._restored or [keras.ops.convert_to_numpy(v) for v in variables]
-        values, step = multihost_utils.broadcast_one_to_all((values, np.int64(self._step)),
-                                                            is_source=self.chief)
+        values, step = multihost_utils.broadcast_one_to_all(
+            (values, np.int64(self._step)), is_source=self.chief
+        )
         for variable, value in zip(variables, values):  # every process, as sharding needs
             variable.assign(np.asarray(value))
         self._step = int(step)
@@ -343,14 +392,19 @@ class Trainer(Loop):
             if self.distribution.processes > 1 and COLLECTIVE_FAILURE in cause:
                 raise TrainingError(
                     f"another process of the run stopped {self._where()}: {cause[:200]}",
-                    "every process to run every step", "see the other processes' output for "
-                    f"why, then start them all again; {self._resume_hint()}") from None
+                    "every process to run every step",
+                    "see the other processes' output for "
+                    f"why, then start them all again; {self._resume_hint()}",
+                ) from None
             if not isinstance(error, jax.errors.JaxRuntimeError):
                 raise
             what = "out of memory" if "RESOURCE_EXHAUSTED" in cause else "JAX stopped the run"
-            raise TrainingError(f"{what} {self._where()}: {cause}", "every step to run",
-                                f"lower train.batch_size or the model's size, or rerun with "
-                                f"--debug for the details; {self._resume_hint()}") from None
+            raise TrainingError(
+                f"{what} {self._where()}: {cause}",
+                "every step to run",
+                f"lower train.batch_size or the model's size, or rerun with "
+                f"--debug for the details; {self._resume_hint()}",
+            ) from None
 
 
 @contextlib.contextmanager
@@ -359,8 +413,11 @@ def setup_failures():
     try:
         yield
     except jax.errors.JaxRuntimeError as error:
-        raise TrainingError(f"JAX stopped the run: {first_line(error)}", "the run to start",
-                            "rerun with --debug for the details") from None
+        raise TrainingError(
+            f"JAX stopped the run: {first_line(error)}",
+            "the run to start",
+            "rerun with --debug for the details",
+        ) from None
 
 
 def first_example(task, where):

@@ -21,9 +21,8 @@ import resource
 import sys
 import time
 
-import numpy as np
-
 import keras
+import numpy as np
 
 from arena_tf import files
 from arena_tf.host import cpu_model
@@ -32,11 +31,17 @@ from arena_tf.progress import Progress, duration
 from arena_tf.schedules import describe_groups, make_optimizer
 from arena_tf.training import auto_precision, events, sessions, utilisation
 from arena_tf.training.errors import Interrupted, RunDirError, TrainingError
-from arena_tf.training.run_dir import (CHECKPOINT_FORMATS, RunLock, check_same_experiment,
-                                       check_writable, checkpoint_steps, first_existing,
-                                       remove_created, stale_artifacts)
+from arena_tf.training.run_dir import (
+    CHECKPOINT_FORMATS,
+    RunLock,
+    check_same_experiment,
+    check_writable,
+    checkpoint_steps,
+    first_existing,
+    remove_created,
+    stale_artifacts,
+)
 from arena_tf.training.verdict import summary, verdict
-
 
 # The train scalar beside each checkpoint: seconds of training so far, over all the run's sessions.
 TRAIN_SECONDS = "train_seconds"
@@ -69,8 +74,12 @@ class Window:
         """Loss, accuracy and speed over this window (events.SCALARS' short names)."""
         loss_sum, correct, count = self.sums[:3]
         seconds = max(self.seconds, 1e-9)
-        return {"loss": loss_sum / max(count, 1), "accuracy": correct / max(count, 1),
-                "steps_per_second": self.steps / seconds, "examples_per_second": count / seconds}
+        return {
+            "loss": loss_sum / max(count, 1),
+            "accuracy": correct / max(count, 1),
+            "steps_per_second": self.steps / seconds,
+            "examples_per_second": count / seconds,
+        }
 
 
 class Loop:
@@ -94,8 +103,9 @@ class Loop:
 
     checkpoint_format = None
 
-    def __init__(self, config, task, run_dir, distribution, verbose=True, progress=None,
-                 time_limit=None):
+    def __init__(
+        self, config, task, run_dir, distribution, verbose=True, progress=None, time_limit=None
+    ):
         self.precision_requested, gpu = config.train.precision, auto_precision.gpu_detected()
         config = auto_precision.resolved(config, run_dir, gpu)  # auto: bf16 on a GPU
         self.config, self.task, self.distribution = config, task, distribution
@@ -154,23 +164,29 @@ class Loop:
         known, batches = self._eval_batches(split, max_batches)
         window, sums, count = self._window(), 0.0, 0
         began = time.perf_counter()
-        with self.progress.working(what or f"evaluating {split}",
-                                   of=known if known and known > 0 else max_batches):
+        with self.progress.working(
+            what or f"evaluating {split}", of=known if known and known > 0 else max_batches
+        ):
             for batch in batches:
                 sums += batch
                 count += 1
                 self.progress.advance()
         window.add(sums, time.perf_counter() - began, count)
         per_class = window.sums[3:]
-        return {**window.scalars(), "examples": int(window.sums[2]),
-                "chance": float(per_class.max() / max(per_class.sum(), 1))}
+        return {
+            **window.scalars(),
+            "examples": int(window.sums[2]),
+            "chance": float(per_class.max() / max(per_class.sum(), 1)),
+        }
 
     def _validate(self, step):
-        result = self.evaluate("validation", self.train.eval_batches,
-                               what=f"validation at step {step}")
+        result = self.evaluate(
+            "validation", self.train.eval_batches, what=f"validation at step {step}"
+        )
         self._write_scalars("validation", step, {k: result[k] for k in events.EVALUATED})
-        self.say(f"step {step}: validation loss {result['loss']:.4f}, "
-                 f"accuracy {result['accuracy']:.4f}")
+        self.say(
+            f"step {step}: validation loss {result['loss']:.4f}, accuracy {result['accuracy']:.4f}"
+        )
         return result
 
     # -- checkpoints ------------------------------------------------------------------------------
@@ -186,9 +202,12 @@ class Loop:
             if reason is None:
                 if broken and self.verbose:
                     names = ", ".join(pathlib.Path(p).name for p, _ in broken)
-                    print(f"warning: checkpoint {names} in {self.checkpoint_dir} is unreadable "
-                          f"({broken[0][1]}); resuming from the newest intact one, {path}",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"warning: checkpoint {names} in {self.checkpoint_dir} is unreadable "
+                        f"({broken[0][1]}); resuming from the newest intact one, {path}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 self.say(f"resumed from {path} at step {self.current_step()}")
                 return self.current_step()
             broken.append((path, reason))
@@ -212,28 +231,33 @@ class Loop:
                     f"run directory {self.run_dir} holds checkpoints of the {other} backend, "
                     f"not of {self.checkpoint_format}",
                     "a run resumed with the backend that started it",
-                    f"resume with KERAS_BACKEND={other}, or choose another --run-dir")
+                    f"resume with KERAS_BACKEND={other}, or choose another --run-dir",
+                )
 
     def _resume_hint(self):
         """Where a rerun with the same --run-dir would start."""
         steps = checkpoint_steps(self.checkpoint_dir)
         if not steps:
             return "no checkpoint was written yet, so a rerun starts from step 0"
-        return ("rerun with the same --run-dir to resume from its last checkpoint "
-                f"{self.checkpoint_path(steps[0])}")
+        return (
+            "rerun with the same --run-dir to resume from its last checkpoint "
+            f"{self.checkpoint_path(steps[0])}"
+        )
 
     def _stop(self, step, what):
         """TrainingError for a diverged run: the step, and where a rerun would resume."""
         raise TrainingError(
-            f"{what} at step {step}", "finite losses and weights",
+            f"{what} at step {step}",
+            "finite losses and weights",
             f"lower train.learning_rate or set train.grad_clip, and {self._resume_hint()}",
         )
 
     def _save(self, step):
         """Checkpoint `step`, unless the weights are no longer finite (then stop)."""
         self._sync_variables()
-        if not all(np.isfinite(keras.ops.convert_to_numpy(v)).all()
-                   for v in self.model.trainable_variables):
+        if not all(
+            np.isfinite(keras.ops.convert_to_numpy(v)).all() for v in self.model.trainable_variables
+        ):
             self._stop(step, "the weights became inf or nan")
         with self.progress.working(f"saving checkpoint {step}"):
             self._write_checkpoint(step)
@@ -279,7 +303,8 @@ class Loop:
             except OSError as error:
                 raise RunDirError(
                     f"cannot write to run directory {self.run_dir} ({error.strerror or error})",
-                    "a directory this user can create and write", "choose another --run-dir",
+                    "a directory this user can create and write",
+                    "choose another --run-dir",
                 ) from None
             yield check_same_experiment(self.run_dir, self.config)
         finally:
@@ -296,8 +321,10 @@ class Loop:
         if not checkpoint_steps(self.checkpoint_dir):
             stale = stale_artifacts(self.run_dir)
             if any(path.name != "config.yaml" for path in stale):
-                self.say(f"starting afresh in {self.run_dir}: it holds no checkpoint to resume "
-                         "from, so the files of an earlier start are replaced")
+                self.say(
+                    f"starting afresh in {self.run_dir}: it holds no checkpoint to resume "
+                    "from, so the files of an earlier start are replaced"
+                )
             for path in stale:
                 path.unlink()
         if changed or not (self.run_dir / "config.yaml").exists():
@@ -318,24 +345,32 @@ class Loop:
                 with self.progress.working("restoring the checkpoint"):
                     start = self.resume()
                 self._seconds_before = self._train_seconds_before(start)
-                self._sessions = [*sessions.earlier(self.run_dir, start),
-                                  (start, self.distribution.device())]
+                self._sessions = [
+                    *sessions.earlier(self.run_dir, start),
+                    (start, self.distribution.device()),
+                ]
                 for key, change in changed.items():
                     self.say(f"resuming with {key} changed: {change}")
                 for name, group in self.optimizer_groups.items():
-                    self.say(f"optimizer group {name}: {', '.join(group['weights'])} "
-                             f"({group['variables']} variables) at "
-                             f"{group['learning_rate_scale']:g} x the learning rate, "
-                             f"{'with' if group['weight_decay'] else 'without'} weight decay")
+                    self.say(
+                        f"optimizer group {name}: {', '.join(group['weights'])} "
+                        f"({group['variables']} variables) at "
+                        f"{group['learning_rate_scale']:g} x the learning rate, "
+                        f"{'with' if group['weight_decay'] else 'without'} weight decay"
+                    )
                 self._commit(changed)
                 self.writers = self._open_writers()
-                events.write_run_record(self.writers["run"], self.config.to_yaml(),
-                                        self.config.to_dict())
+                events.write_run_record(
+                    self.writers["run"], self.config.to_yaml(), self.config.to_dict()
+                )
                 sessions.record(self.writers["run"], *self._sessions[-1])
                 if start:
                     left = self.train.num_train_steps - start
-                    self.say(f"{left} of {self.train.num_train_steps} steps to go" if left > 0 else
-                             f"all {self.train.num_train_steps} steps done: evaluating only")
+                    self.say(
+                        f"{left} of {self.train.num_train_steps} steps to go"
+                        if left > 0
+                        else f"all {self.train.num_train_steps} steps done: evaluating only"
+                    )
                 try:
                     return self._loop(start)
                 finally:
@@ -344,7 +379,8 @@ class Loop:
         except KeyboardInterrupt:
             raise Interrupted(
                 f"interrupted{f' at step {self.running}' if self.running else ''}",
-                "the run to reach its last step", self._resume_hint(),
+                "the run to reach its last step",
+                self._resume_hint(),
             ) from None
         finally:
             self.progress.close()
@@ -357,11 +393,20 @@ class Loop:
         """The window's loss, accuracy and speed, with the learning rate and peak memory."""
         scalars = window.scalars()
         lr = self.optimizer.learning_rate
-        self._write_scalars("train", step, {
-            **scalars, "learning_rate": float(lr(step) if callable(lr) else lr),
-            "peak_memory_mb": peak_memory_mb()})
-        shown = {"loss": scalars["loss"], "accuracy": scalars["accuracy"],
-                 "steps/s": scalars["steps_per_second"]}
+        self._write_scalars(
+            "train",
+            step,
+            {
+                **scalars,
+                "learning_rate": float(lr(step) if callable(lr) else lr),
+                "peak_memory_mb": peak_memory_mb(),
+            },
+        )
+        shown = {
+            "loss": scalars["loss"],
+            "accuracy": scalars["accuracy"],
+            "steps/s": scalars["steps_per_second"],
+        }
         if self.utilisation:  # on a GPU: model FLOP utilisation against the bf16 matmul rate
             shown["MFU"] = self.utilisation.fraction(scalars["steps_per_second"])
         self.progress.log(step, shown)
@@ -370,9 +415,10 @@ class Loop:
         """The first step of this process, which compiles: announced, and its time reported."""
         tick = time.perf_counter()
         with self.progress.working(
-                "compiling the training step",
-                announce="compiling the training step (the first step builds the graph; "
-                         "later steps are faster)"):
+            "compiling the training step",
+            announce="compiling the training step (the first step builds the graph; "
+            "later steps are faster)",
+        ):
             sums = self._train_step(stream)
         self.say(f"first step done in {duration(time.perf_counter() - tick)}")
         return sums
@@ -410,19 +456,25 @@ class Loop:
     def _pause(self, step):
         """Stop at `step` (checkpointed) because the time limit passed."""
         self.paused = True
-        self.say(f"paused at step {step} of {self.train.num_train_steps}: the time limit of "
-                 f"{self.time_limit:g} s passed; rerun the same command to resume from "
-                 f"{self.checkpoint_path(step)}")
+        self.say(
+            f"paused at step {step} of {self.train.num_train_steps}: the time limit of "
+            f"{self.time_limit:g} s passed; rerun the same command to resume from "
+            f"{self.checkpoint_path(step)}"
+        )
         self._finished()
         return None
 
     def finish(self, validation, trained, wall):
         """Test evaluation, metrics.json and model.keras (chief only, written atomically)."""
-        validation = validation or self.evaluate("validation", self.train.eval_batches,
-                                                 what="validation")
+        validation = validation or self.evaluate(
+            "validation", self.train.eval_batches, what="validation"
+        )
         test = self.evaluate("test", what="test")
-        self._write_scalars("run", self.current_step(), {"test_accuracy": test["accuracy"],
-                                                         "test_loss": test["loss"]})
+        self._write_scalars(
+            "run",
+            self.current_step(),
+            {"test_accuracy": test["accuracy"], "test_loss": test["loss"]},
+        )
         self._sync_variables()
         self.metrics = {
             "task": self.config.task.name,
@@ -440,8 +492,9 @@ class Loop:
             "validation_loss": validation["loss"],
             "wall_time_s": wall,
             "train_seconds": None if self._seconds_before is None else self._seconds_before + wall,
-            "examples_per_second": (trained.scalars()["examples_per_second"] if trained.steps
-                                    else None),
+            "examples_per_second": (
+                trained.scalars()["examples_per_second"] if trained.steps else None
+            ),
             "parameters": self.model.count_params(),
             "peak_memory_mb": peak_memory_mb(),
             "replicas": self.distribution.replicas,
@@ -449,8 +502,11 @@ class Loop:
             "device": sessions.described(self._sessions, self.current_step()),
             "precision": self.precision,
             "precision_requested": self.precision_requested,
-            **(self.utilisation.record(trained.scalars()["steps_per_second"])
-               if self.utilisation and trained.steps else {}),
+            **(
+                self.utilisation.record(trained.scalars()["steps_per_second"])
+                if self.utilisation and trained.steps
+                else {}
+            ),
         }
         if self.chief:
             files.write_json(self.run_dir / "metrics.json", self.metrics)
@@ -458,8 +514,10 @@ class Loop:
                 with files.atomic_path(self.run_dir / "model.keras") as tmp:
                     self.model.save(tmp)
         self._finished()
-        self.say(f"{summary(test['accuracy'], test['chance'], test['examples'])}; run directory "
-                 f"{self.run_dir}")
+        self.say(
+            f"{summary(test['accuracy'], test['chance'], test['examples'])}; run directory "
+            f"{self.run_dir}"
+        )
         return self.metrics
 
     def _finished(self):

@@ -17,8 +17,17 @@ from arena_tf.training.errors import RunDirError
 # Settings a resumed run may change: they steer the loop, not what the model and data are.
 ADJUSTABLE = {
     f"train.{name}"
-    for name in ("learning_rate", "grad_clip", "num_train_steps", "eval_every", "eval_batches",
-                 "checkpoint_every", "keep_checkpoints", "log_every", "remat")
+    for name in (
+        "learning_rate",
+        "grad_clip",
+        "num_train_steps",
+        "eval_every",
+        "eval_batches",
+        "checkpoint_every",
+        "keep_checkpoints",
+        "log_every",
+        "remat",
+    )
 }
 
 
@@ -48,7 +57,7 @@ def checkpoint_steps(checkpoint_dir, backend=None):
     for name in [backend] if backend else CHECKPOINT_FORMATS:
         suffix = CHECKPOINT_FORMATS[name]
         for path in pathlib.Path(checkpoint_dir).glob(f"ckpt-*{suffix}"):
-            number = path.name[len("ckpt-"):-len(suffix)]
+            number = path.name[len("ckpt-") : -len(suffix)]
             if number.isdecimal():
                 found.add(int(number))
     return sorted(found, reverse=True)
@@ -85,10 +94,12 @@ def refuse_a_trained_model(run_dir):
     model, and the exports made from it would no longer match."""
     model = run_dir / "model.keras"
     if model.is_file():
-        raise RunDirError(f"run directory {run_dir} holds a trained model ({model.name}) but no "
-                          "checkpoint to resume from", "a new --run-dir, or a run directory "
-                          "with its checkpoints", f"choose another --run-dir, or delete {model} "
-                          "to train afresh there")
+        raise RunDirError(
+            f"run directory {run_dir} holds a trained model ({model.name}) but no "
+            "checkpoint to resume from",
+            "a new --run-dir, or a run directory with its checkpoints",
+            f"choose another --run-dir, or delete {model} to train afresh there",
+        )
 
 
 class RunLock(FileLock):
@@ -96,10 +107,14 @@ class RunLock(FileLock):
     (arena_tf/locks.py); a second trainer is refused with RunDirError naming the holder."""
 
     def __init__(self, run_dir):
-        super().__init__(pathlib.Path(run_dir) / LOCK_NAME, busy=lambda who: RunDirError(
-            f"run directory {run_dir} is in use by another trainer ({who})",
-            "one trainer per run directory at a time",
-            f"wait for {who} to finish or stop it, or choose another --run-dir"))
+        super().__init__(
+            pathlib.Path(run_dir) / LOCK_NAME,
+            busy=lambda who: RunDirError(
+                f"run directory {run_dir} is in use by another trainer ({who})",
+                "one trainer per run directory at a time",
+                f"wait for {who} to finish or stop it, or choose another --run-dir",
+            ),
+        )
 
 
 RUN_FILES = ("config.yaml", "metrics.json", "model.keras")  # what a run writes at its top
@@ -110,13 +125,19 @@ def check_writable(run_dir):
     run writes (found before training, not after it)."""
     run_dir = pathlib.Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
-        raise RunDirError(f"cannot write to run directory {run_dir} (a file is there)",
-                          "a directory", "choose another --run-dir")
+        raise RunDirError(
+            f"cannot write to run directory {run_dir} (a file is there)",
+            "a directory",
+            "choose another --run-dir",
+        )
     folder = next((run_dir / name for name in RUN_FILES if (run_dir / name).is_dir()), None)
     if folder is not None:
-        raise RunDirError(f"cannot write to run directory {run_dir}: {folder.name} is a folder, "
-                          "where the run writes a file", f"no folders named {', '.join(RUN_FILES)} "
-                          "there", "move that folder away, or choose another --run-dir")
+        raise RunDirError(
+            f"cannot write to run directory {run_dir}: {folder.name} is a folder, "
+            "where the run writes a file",
+            f"no folders named {', '.join(RUN_FILES)} there",
+            "move that folder away, or choose another --run-dir",
+        )
 
 
 def stale_artifacts(run_dir):

@@ -20,15 +20,20 @@ UNRECORDED = "unrecorded"
 
 def record(writer, start, device):
     """Write this session's device at the step it starts from."""
-    writer.text(start, TAG, device,
-                description="the device the run trained on from this step (one per session)")
+    writer.text(
+        start,
+        TAG,
+        device,
+        description="the device the run trained on from this step (one per session)",
+    )
 
 
 def earlier(run_dir, start):
     """[(step, device)] of the sessions of `run_dir` that began before `start`, in step order (a
     session that began at the same step and died before a checkpoint is replaced)."""
-    return sorted((step, device) for step, device in events.read_texts(run_dir, TAG).items()
-                  if step < start)
+    return sorted(
+        (step, device) for step, device in events.read_texts(run_dir, TAG).items() if step < start
+    )
 
 
 def described(sessions, steps):
@@ -41,5 +46,6 @@ def described(sessions, steps):
     if len(spans) == 1:
         return spans[0][1]
     ends = [step for step, _ in spans[1:]] + [steps]
-    return ", then ".join(f"{device} (steps {start:,}-{end:,})"
-                          for (start, device), end in zip(spans, ends))
+    return ", then ".join(
+        f"{device} (steps {start:,}-{end:,})" for (start, device), end in zip(spans, ends)
+    )

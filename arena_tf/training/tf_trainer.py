@@ -10,15 +10,19 @@ into a private directory.
 import contextlib
 import tempfile
 
-import tensorflow as tf
-
 import keras
+import tensorflow as tf
 
 from arena_tf import distribute
 from arena_tf.tasks import SPLITS
 from arena_tf.training import events
 from arena_tf.training.errors import (
-    DataMismatchError, RunDirError, StrategyError, TrainingError, first_line, op_error_cause,
+    DataMismatchError,
+    RunDirError,
+    StrategyError,
+    TrainingError,
+    first_line,
+    op_error_cause,
 )
 from arena_tf.training.loop import Loop, cpu_device
 
@@ -32,7 +36,8 @@ class Distribution:
                 "--coordinator, --num-processes and --process-id name the processes of a JAX "
                 "run; TensorFlow's workers come from TF_CONFIG",
                 "TF_CONFIG with --strategy=multi_worker under KERAS_BACKEND=tensorflow",
-                "drop those flags and set TF_CONFIG, or train with KERAS_BACKEND=jax")
+                "drop those flags and set TF_CONFIG, or train with KERAS_BACKEND=jax",
+            )
         self.strategy = distribute.make_strategy(kind, tpu, cpu_devices)
         self.replicas = self.strategy.num_replicas_in_sync
         self.chief = distribute.is_chief(self.strategy)
@@ -43,7 +48,8 @@ class Distribution:
     def device(self):
         """What results name the device: the GPU's or TPU's name (x replicas), else the CPU."""
         accelerators = tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices(
-            "TPU")
+            "TPU"
+        )
         if not accelerators:
             return cpu_device()
         details = tf.config.experimental.get_device_details(accelerators[0])
@@ -90,8 +96,9 @@ class Trainer(Loop):
         count = tf.cast(tf.size(labels), tf.float32)
         classes = self.config.model.num_classes
         per_class = tf.math.bincount(labels, minlength=classes, maxlength=classes, dtype=tf.float32)
-        return losses, tf.concat([[tf.reduce_sum(losses), tf.reduce_sum(correct), count],
-                                  per_class], 0)
+        return losses, tf.concat(
+            [[tf.reduce_sum(losses), tf.reduce_sum(correct), count], per_class], 0
+        )
 
     def _train_replica(self, inputs, labels):
         with tf.GradientTape() as tape:
@@ -112,8 +119,9 @@ class Trainer(Loop):
         return self._distributed_step(iterator).numpy()
 
     def _train_stream(self, start):
-        data = self.task.dataset("train", self.train.batch_size, repeat=True,
-                                 length_buckets=self.train.length_buckets).skip(start)
+        data = self.task.dataset(
+            "train", self.train.batch_size, repeat=True, length_buckets=self.train.length_buckets
+        ).skip(start)
         return iter(self._distribute(data))
 
     @tf.function
@@ -124,8 +132,9 @@ class Trainer(Loop):
         optional = iterator.get_next_as_optional()
 
         def batch_sums():
-            sums = self.strategy.run(lambda x, y: self._sums(x, y, training=False)[1],
-                                     args=optional.get_value())
+            sums = self.strategy.run(
+                lambda x, y: self._sums(x, y, training=False)[1], args=optional.get_value()
+            )
             return self.strategy.reduce(tf.distribute.ReduceOp.SUM, sums, axis=None)
 
         has_value = optional.has_value()
@@ -133,7 +142,9 @@ class Trainer(Loop):
 
     def _distribute(self, dataset):
         options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.DATA
+        )
         return self.strategy.experimental_distribute_dataset(dataset.with_options(options))
 
     def _eval_batches(self, split, max_batches):
@@ -199,7 +210,8 @@ class Trainer(Loop):
         except tf.errors.OpError as error:
             raise TrainingError(
                 f"TensorFlow stopped the run {self._where()}: {op_error_cause(error)}",
-                "every step to run", f"rerun with --debug for the details; {self._resume_hint()}",
+                "every step to run",
+                f"rerun with --debug for the details; {self._resume_hint()}",
             ) from None
 
 
@@ -212,12 +224,13 @@ def check_state_file(checkpoint_dir):
         return
     try:
         tf.train.get_checkpoint_state(str(checkpoint_dir))
-    except Exception as error:  # UnicodeDecodeError, protobuf's text_format.ParseError, ...
-        raise RunDirError(f"{state} cannot be read ({type(error).__name__}: "
-                          f"{first_line(error)[:200]})",
-                          "TensorFlow's checkpoint state file, as training writes it",
-                          f"delete {state}: the run resumes from its newest ckpt-N all the "
-                          "same") from None
+    except Exception as error:  # noqa: BLE001 (any failure to read means unreadable)
+        # UnicodeDecodeError, protobuf's text_format.ParseError, ...
+        raise RunDirError(
+            f"{state} cannot be read ({type(error).__name__}: {first_line(error)[:200]})",
+            "TensorFlow's checkpoint state file, as training writes it",
+            f"delete {state}: the run resumes from its newest ckpt-N all the same",
+        ) from None
 
 
 @contextlib.contextmanager
@@ -226,8 +239,11 @@ def setup_failures():
     try:
         yield
     except tf.errors.OpError as error:
-        raise TrainingError(f"TensorFlow stopped the run: {op_error_cause(error)}",
-                            "the run to start", "rerun with --debug for the details") from None
+        raise TrainingError(
+            f"TensorFlow stopped the run: {op_error_cause(error)}",
+            "the run to start",
+            "rerun with --debug for the details",
+        ) from None
 
 
 def first_example(task, where):

@@ -24,18 +24,22 @@ class Utilisation:
 
     def record(self, steps_per_second):
         """What metrics.json states."""
-        return {"model_flops_per_step": self.flops_per_step,
-                "matmul_bf16_tflops": self.matmul_tflops,
-                "model_flop_utilisation": self.fraction(steps_per_second)}
+        return {
+            "model_flops_per_step": self.flops_per_step,
+            "matmul_bf16_tflops": self.matmul_tflops,
+            "model_flop_utilisation": self.fraction(steps_per_second),
+        }
 
 
 def model_flops_per_step(model, batch_size):
     """Forward + backward matmul FLOPs of one training step of ModelConfig `model` (its CLS token
     adds one position)."""
-    shape = costs.Shape(batch_size, model.max_len + 1, model.num_heads,
-                        model.qkv_dim // model.num_heads)
-    return costs.model_train_flops(model.attention, shape, model.attention_params,
-                                   model.num_layers, model.mlp_dim)
+    shape = costs.Shape(
+        batch_size, model.max_len + 1, model.num_heads, model.qkv_dim // model.num_heads
+    )
+    return costs.model_train_flops(
+        model.attention, shape, model.attention_params, model.num_layers, model.mlp_dim
+    )
 
 
 def bf16_matmul_tflops(size=MATMUL_SIZE):
@@ -68,5 +72,6 @@ def for_run(config, gpu):
     """The Utilisation of a run of ExperimentConfig `config` on a GPU (`gpu` True), else None."""
     if not gpu:
         return None
-    return Utilisation(model_flops_per_step(config.model, config.train.batch_size),
-                       bf16_matmul_tflops())
+    return Utilisation(
+        model_flops_per_step(config.model, config.train.batch_size), bf16_matmul_tflops()
+    )

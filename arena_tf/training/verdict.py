@@ -21,6 +21,11 @@ def summary(accuracy, chance, examples):
     """The closing words of a run: its test accuracy beside chance, and what that shows."""
     said = f"test accuracy {accuracy:.1%} on {examples} examples, chance {chance:.1%}"
     if verdict(accuracy, chance, examples) == "learns":
-        return f"{said}: the model learns (above chance by more than {STANDARD_ERRORS} standard errors)"
-    return (f"{said}: a smoke run (not above chance by {STANDARD_ERRORS} standard errors): it shows "
-            "that training runs, not that the model learns; train longer for that")
+        return (
+            f"{said}: the model learns (above chance by more than {STANDARD_ERRORS} standard "
+            "errors)"
+        )
+    return (
+        f"{said}: a smoke run (not above chance by {STANDARD_ERRORS} standard errors): it shows "
+        "that training runs, not that the model learns; train longer for that"
+    )

@@ -32,9 +32,18 @@ def pathfinder_run(tmp_path_factory):
     params = {"num_examples": 40, "processes": 1}
     tasks.get("pathfinder", data_dir=str(data), **params).prepare()  # generate once
     task = TaskConfig(name="pathfinder", data_dir=str(data), params=params)
-    model = ModelConfig(attention="full", num_layers=LAYERS, num_heads=2, emb_dim=16, qkv_dim=16,
-                        mlp_dim=16, max_len=1024, vocab_size=256, pooling="mean",
-                        padding_id=None)
+    model = ModelConfig(
+        attention="full",
+        num_layers=LAYERS,
+        num_heads=2,
+        emb_dim=16,
+        qkv_dim=16,
+        mlp_dim=16,
+        max_len=1024,
+        vocab_size=256,
+        pooling="mean",
+        padding_id=None,
+    )
     return write_run(tmp_path_factory.mktemp("runs") / "pathfinder-full", task, model)
 
 
@@ -42,9 +51,24 @@ def pathfinder_run(tmp_path_factory):
 def listops_run(tmp_path_factory):
     data = tmp_path_factory.mktemp("listops_data")
     listops.generate(data, LISTOPS_SPEC, processes=1)
-    task = TaskConfig(name="listops", data_dir=str(data), max_len=64,
-                      params={"generator_spec": dataclasses.asdict(LISTOPS_SPEC)})
-    model = ModelConfig(attention="local", attention_params={"block_size": 16},
-                        num_layers=LAYERS, num_heads=2, emb_dim=16, qkv_dim=16, mlp_dim=16,
-                        max_len=64, vocab_size=16, num_classes=10, pooling="cls", padding_id=0)
+    task = TaskConfig(
+        name="listops",
+        data_dir=str(data),
+        max_len=64,
+        params={"generator_spec": dataclasses.asdict(LISTOPS_SPEC)},
+    )
+    model = ModelConfig(
+        attention="local",
+        attention_params={"block_size": 16},
+        num_layers=LAYERS,
+        num_heads=2,
+        emb_dim=16,
+        qkv_dim=16,
+        mlp_dim=16,
+        max_len=64,
+        vocab_size=16,
+        num_classes=10,
+        pooling="cls",
+        padding_id=0,
+    )
     return write_run(tmp_path_factory.mktemp("runs") / "listops-local", task, model)

@@ -37,8 +37,10 @@ def test_span_writes_span_json_into_the_run_directory(pathfinder_run, capsys):
 
 def test_span_of_several_runs_draws_a_bar_chart(pathfinder_run, listops_run, tmp_path, capsys):
     out = tmp_path / "spans.png"
-    assert main(["span", str(pathfinder_run), str(listops_run), "--examples", "2",
-                 "--out", str(out)]) == 0
+    assert (
+        main(["span", str(pathfinder_run), str(listops_run), "--examples", "2", "--out", str(out)])
+        == 0
+    )
     assert png_size(out) == plots.span_chart_size(2)
     result = json.loads((listops_run / "span.json").read_text())
     assert result["method"] == "identity probe"
@@ -46,8 +48,9 @@ def test_span_of_several_runs_draws_a_bar_chart(pathfinder_run, listops_run, tmp
     assert 0 < result["span"] < 15
 
 
-def test_the_default_chart_goes_under_runs_not_the_working_directory(pathfinder_run, listops_run,
-                                                                     tmp_path, monkeypatch):
+def test_the_default_chart_goes_under_runs_not_the_working_directory(
+    pathfinder_run, listops_run, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     assert main(["span", str(pathfinder_run), str(listops_run), "--examples", "2"]) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["runs"]
@@ -66,8 +69,10 @@ def test_attention_draws_maps_over_the_image(pathfinder_run, capsys):
     path = pathfinder_run / "attention_example_1.png"
     assert str(path) in capsys.readouterr().out
     # Panels: the input, one per layer, the rollout.
-    assert png_size(path) == ((LAYERS + 2) * plots.PANEL_PIXELS,
-                              plots.PANEL_PIXELS + plots.HEADER_PIXELS)
+    assert png_size(path) == (
+        (LAYERS + 2) * plots.PANEL_PIXELS,
+        plots.PANEL_PIXELS + plots.HEADER_PIXELS,
+    )
 
 
 def test_attention_draws_strips_over_the_tokens_of_a_text_task(listops_run):
@@ -84,8 +89,9 @@ def test_an_example_outside_the_split_fails_in_one_line(pathfinder_run, capsys):
 
 
 @pytest.mark.parametrize("command", [["span"], ["attention"]])
-def test_a_run_directory_without_a_trained_model_fails_in_one_line(command, pathfinder_run,
-                                                                    tmp_path, capsys):
+def test_a_run_directory_without_a_trained_model_fails_in_one_line(
+    command, pathfinder_run, tmp_path, capsys
+):
     unfinished = tmp_path / "unfinished"
     unfinished.mkdir()
     (unfinished / "config.yaml").write_text((pathfinder_run / "config.yaml").read_text())
@@ -93,10 +99,10 @@ def test_a_run_directory_without_a_trained_model_fails_in_one_line(command, path
     assert_one_error_line(capsys.readouterr().err, "holds no trained model; expected model.keras")
 
 
-
 @pytest.mark.parametrize("command", [["span"], ["attention"]])
 def test_a_model_beside_another_runs_config_is_refused_before_any_data_work(
-        command, pathfinder_run, listops_run, tmp_path, capsys):
+    command, pathfinder_run, listops_run, tmp_path, capsys
+):
     config = yaml.safe_load((pathfinder_run / "config.yaml").read_text())
     config["task"]["data_dir"] = str(tmp_path / "data")  # pathfinder data that would be generated
     mixed = tmp_path / "mixed"
@@ -110,10 +116,15 @@ def test_a_model_beside_another_runs_config_is_refused_before_any_data_work(
 
 
 def test_a_model_longer_than_the_limit_is_refused_before_any_work(tmp_path, capsys):
-    model = ModelConfig(num_layers=1, num_heads=1, emb_dim=8, qkv_dim=8, mlp_dim=8,
-                        pooling="cls",  # the CLS token makes it one position too long
-                        **tasks.get("listops", max_len=MAX_POSITIONS).model_fields())
-    run_dir = write_run(tmp_path / "long", TaskConfig(name="listops", max_len=MAX_POSITIONS),
-                        model)
+    model = ModelConfig(
+        num_layers=1,
+        num_heads=1,
+        emb_dim=8,
+        qkv_dim=8,
+        mlp_dim=8,
+        pooling="cls",  # the CLS token makes it one position too long
+        **tasks.get("listops", max_len=MAX_POSITIONS).model_fields(),
+    )
+    run_dir = write_run(tmp_path / "long", TaskConfig(name="listops", max_len=MAX_POSITIONS), model)
     assert main(["span", str(run_dir)]) == 2
     assert_one_error_line(capsys.readouterr().err, f"the limit is {MAX_POSITIONS} positions")

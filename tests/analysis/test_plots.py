@@ -17,8 +17,10 @@ def test_long_text_wraps_into_rows_of_fixed_width(tmp_path):
     maps = {"layer 1": np.random.default_rng(0).random(count), "rollout": np.ones(count)}
     path = plots.draw_text_maps(tmp_path / "text.png", labels, maps, "title")
     strip = plots.STRIP_TITLE_PIXELS + 3 * plots.CELL_HEIGHT + plots.MARGIN_PIXELS
-    assert png_size(path) == (plots.WRAP * plots.CELL_WIDTH + 2 * plots.MARGIN_PIXELS,
-                              plots.HEADER_PIXELS + 2 * strip)
+    assert png_size(path) == (
+        plots.WRAP * plots.CELL_WIDTH + 2 * plots.MARGIN_PIXELS,
+        plots.HEADER_PIXELS + 2 * strip,
+    )
 
 
 def test_image_maps_show_where_the_weight_is(tmp_path):
@@ -36,6 +38,7 @@ def test_image_maps_show_where_the_weight_is(tmp_path):
 
 
 def test_an_all_zero_map_draws_without_dividing_by_zero(tmp_path):
-    path = plots.draw_image_maps(tmp_path / "zero.png", np.zeros((4, 4), np.uint8),
-                                 {"layer 1": np.zeros(16)}, "title")
+    path = plots.draw_image_maps(
+        tmp_path / "zero.png", np.zeros((4, 4), np.uint8), {"layer 1": np.zeros(16)}, "title"
+    )
     assert path.exists()

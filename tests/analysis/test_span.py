@@ -65,7 +65,7 @@ def test_rollout_of_identity_attention_is_the_identity():
 
 
 def test_rollout_mixes_in_the_residual_and_multiplies_the_last_layer_on_the_left():
-    first = np.array([[0.0, 1.0], [0.0, 1.0]])   # everyone reads position 1
+    first = np.array([[0.0, 1.0], [0.0, 1.0]])  # everyone reads position 1
     second = np.array([[1.0, 0.0], [1.0, 0.0]])  # everyone reads position 0
     np.testing.assert_allclose(with_residual(first), [[0.5, 0.5], [0.0, 1.0]])
     expected = with_residual(second) @ with_residual(first)

@@ -17,7 +17,8 @@ from arena_tf.encoder import Encoder
 from tests.layers.attention_oracles import projections
 from tests.layers.test_mechanism_contract import HEAD_DIM, HEADS, LENGTH, inputs, make
 
-# Attention mechanisms (the state-space mixers have no attention weights: the analysis refuses them).
+# Attention mechanisms (the state-space mixers have no attention weights: the analysis refuses
+# them).
 ATTENTION = sorted(n for n in layers.available() if layers.lookup(n).has_attention_weights)
 # Mechanisms whose implied rows are probability distributions over the real keys.
 DISTRIBUTIONS = sorted(set(ATTENTION) - {"linformer"})
@@ -84,9 +85,19 @@ def test_lengths_above_the_limit_are_refused_with_the_limit_named():
 
 @pytest.mark.parametrize("pooling, padding_id", [("cls", 0), ("mean", None)])
 def test_walking_the_encoder_reproduces_its_output(pooling, padding_id):
-    config = ModelConfig(num_layers=2, num_heads=2, emb_dim=16, qkv_dim=16, mlp_dim=16,
-                         max_len=12, vocab_size=20, pooling=pooling, padding_id=padding_id,
-                         dropout=0.0, attention_dropout=0.0)
+    config = ModelConfig(
+        num_layers=2,
+        num_heads=2,
+        emb_dim=16,
+        qkv_dim=16,
+        mlp_dim=16,
+        max_len=12,
+        vocab_size=20,
+        pooling=pooling,
+        padding_id=padding_id,
+        dropout=0.0,
+        attention_dropout=0.0,
+    )
     encoder = Encoder(config)
     tokens = np.random.default_rng(0).integers(1, 20, size=(2, 12))
     tokens[1, 8:] = 0

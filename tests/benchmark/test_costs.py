@@ -12,8 +12,9 @@ SHAPE = costs.Shape(batch=2, length=96, heads=2, head_dim=16)
 def profiled(name, params):
     """Matmul FLOPs of one layer on SHAPE: the profiler's for the forward graph, the adjoint-aware
     graph count for forward + backward (the profiler ignores BatchMatMul's adj_x / adj_y)."""
-    layer = attention_layers.get(name, num_heads=SHAPE.heads, head_dim=SHAPE.head_dim,
-                                 max_len=SHAPE.length, **params)
+    layer = attention_layers.get(
+        name, num_heads=SHAPE.heads, head_dim=SHAPE.head_dim, max_len=SHAPE.length, **params
+    )
     layer.build((SHAPE.batch, SHAPE.length, SHAPE.width))
     spec = tf.TensorSpec((SHAPE.batch, SHAPE.length, SHAPE.width))
 
@@ -46,8 +47,10 @@ def test_formula_follows_parameters():
     # Local with a block that does not divide the length pads to whole blocks (96 -> 100).
     forward, _ = profiled("local", {"block_size": 25})
     assert forward == costs.attention_cost("local", SHAPE, {"block_size": 25}).flops
-    assert costs.attention_cost("local", SHAPE, {"block_size": 25}).flops != \
-        costs.attention_cost("local", SHAPE, {"block_size": 32}).flops
+    assert (
+        costs.attention_cost("local", SHAPE, {"block_size": 25}).flops
+        != costs.attention_cost("local", SHAPE, {"block_size": 32}).flops
+    )
 
 
 def test_length_over_the_memory_cap_is_skipped_and_said_so(monkeypatch):
@@ -64,10 +67,17 @@ def test_length_over_the_memory_cap_is_skipped_and_said_so(monkeypatch):
     assert "of memory available on this machine" in memory.over_cap(3.0, cap_gb=16, available=2.0)
 
 
-@pytest.mark.parametrize("name, params", [
-    ("s4d", {}), ("s4d", {"causal": True}), ("s5", {}), ("s5", {"causal": True}),
-    ("mega", {"chunk_size": 32}), ("mega", {"chunk_size": 40, "causal": True}),
-])
+@pytest.mark.parametrize(
+    "name, params",
+    [
+        ("s4d", {}),
+        ("s4d", {"causal": True}),
+        ("s5", {}),
+        ("s5", {"causal": True}),
+        ("mega", {"chunk_size": 32}),
+        ("mega", {"chunk_size": 40, "causal": True}),
+    ],
+)
 def test_state_space_formulas_equal_profiler_count(name, params):
     """The kernels' materialisation and the gates count; FFTs and scans are element-wise."""
     forward, train = profiled(name, params)
@@ -80,13 +90,19 @@ def test_memory_estimate_follows_full_to_its_blockwise_form():
     """From `blockwise_from` keys full holds [L, block_size] scores, not [L, L]; a dense peer of
     full (keras_mha) and full under attention dropout (training) keep the dense estimate."""
     long = costs.Shape(batch=1, length=16384, heads=4, head_dim=64)
-    by_label = {entry.label: layer_sweep.planned_row(entry, long, cap_gb=16)
-                for entry in layer_sweep.entries(["full"], ["keras_mha"])}
+    by_label = {
+        entry.label: layer_sweep.planned_row(entry, long, cap_gb=16)
+        for entry in layer_sweep.entries(["full"], ["keras_mha"])
+    }
     assert by_label["full"]["skipped"] is None
     assert by_label["keras_mha"]["skipped"] is not None
     dense = costs.attention_cost("full", long, {"blockwise_from": None}).attention_elements
     blocks = costs.attention_cost("full", long).attention_elements
     assert blocks * 16384 // 512 == dense
-    assert costs.attention_cost("full", long, {"attention_dropout": 0.1}).attention_elements == dense
-    assert costs.attention_cost("full", long).flops == costs.attention_cost(
-        "full", long, {"blockwise_from": None}).flops
+    assert (
+        costs.attention_cost("full", long, {"attention_dropout": 0.1}).attention_elements == dense
+    )
+    assert (
+        costs.attention_cost("full", long).flops
+        == costs.attention_cost("full", long, {"blockwise_from": None}).flops
+    )

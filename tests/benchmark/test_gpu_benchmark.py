@@ -13,6 +13,8 @@ import pytest
 from arena_tf.benchmark import gpu_report
 from arena_tf.benchmark.__main__ import DRY_RUNS, RESULTS, default_gpu_paths, main, parse_args
 
+pytestmark = pytest.mark.slow  # starts processes
+
 
 def test_help_documents_the_command(capsys):
     with pytest.raises(SystemExit) as done:
@@ -27,13 +29,29 @@ def test_dry_run_on_cpu_under_jax_writes_dated_rows_and_tables(tmp_path):
     output, report = tmp_path / "gpu.json", tmp_path / "gpu.md"
     env = {**os.environ, "KERAS_BACKEND": "jax", "ARENA_TF_COMMIT": ""}
     done = subprocess.run(
-        [sys.executable, "-m", "arena_tf.benchmark", "gpu", "--dry-run", "--mechanisms",
-         "linformer", "--output", str(output), "--report", str(report)],
-        capture_output=True, text=True, env=env, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "arena_tf.benchmark",
+            "gpu",
+            "--dry-run",
+            "--mechanisms",
+            "linformer",
+            "--output",
+            str(output),
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(output.read_text())
-    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     assert results["commit"].startswith(head) and results["dry_run"]
     parts = {row["part"] for row in results["rows"]}
     assert parts == {"layers", "table2", "listops"}
@@ -52,9 +70,28 @@ def test_when_every_row_is_skipped_it_says_so_and_exits_1(tmp_path):
     output, report = tmp_path / "gpu.json", tmp_path / "gpu.md"
     env = {**os.environ, "KERAS_BACKEND": "jax", "ARENA_TF_COMMIT": ""}
     done = subprocess.run(
-        [sys.executable, "-m", "arena_tf.benchmark", "gpu", "--dry-run", "--parts", "layers",
-         "--mechanisms", "linformer", "--memory-cap-gb", "0.000001", "--output", str(output),
-         "--report", str(report)], capture_output=True, text=True, env=env, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "arena_tf.benchmark",
+            "gpu",
+            "--dry-run",
+            "--parts",
+            "layers",
+            "--mechanisms",
+            "linformer",
+            "--memory-cap-gb",
+            "0.000001",
+            "--output",
+            str(output),
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert done.returncode == 1, done.stderr[-2000:]
     assert "no row was measured (the first failed: MemoryError: skipped: estimated" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
@@ -92,22 +129,45 @@ def test_without_results_every_table_reads_not_measured():
 
 
 def results_with(rows):
-    return {"device": {"kind": "NVIDIA H200", "platform": "gpu"}, "started": "2026-11-27",
-            "finished": "2026-11-27", "commit": "abc", "matmul_tflops": {"bf16": 500.0,
-                                                                         "fp32": 50.0},
-            "rows": [{"status": "measured", "device": "NVIDIA H200", "kernel": "fused",
-                      "memory_mb": 1.0, **row} for row in rows]}
+    return {
+        "device": {"kind": "NVIDIA H200", "platform": "gpu"},
+        "started": "2026-11-27",
+        "finished": "2026-11-27",
+        "commit": "abc",
+        "matmul_tflops": {"bf16": 500.0, "fp32": 50.0},
+        "rows": [
+            {
+                "status": "measured",
+                "device": "NVIDIA H200",
+                "kernel": "fused",
+                "memory_mb": 1.0,
+                **row,
+            }
+            for row in rows
+        ],
+    }
 
 
 def layer(name, length, batch, ms, precision="bf16"):
-    return {"part": "layers", "name": name, "length": length, "batch": batch, "ms": ms,
-            "precision": precision}
+    return {
+        "part": "layers",
+        "name": name,
+        "length": length,
+        "batch": batch,
+        "ms": ms,
+        "precision": precision,
+    }
 
 
 def test_targets_are_held_against_the_measured_rows():
-    results = results_with([layer("jax_dpa", 16384, 1, 4.8), layer("full", 16384, 1, 5.0),
-                            layer("bigbird", 16384, 1, 4.0),
-                            layer("full", 16384, 1, 38.0, "fp32")])
+    results = results_with(
+        [
+            layer("jax_dpa", 16384, 1, 4.8),
+            layer("full", 16384, 1, 5.0),
+            layer("bigbird", 16384, 1, 4.0),
+            layer("full", 16384, 1, 38.0, "fp32"),
+        ]
+    )
     text = gpu_report.render(results)
     assert "full >= 0.8x the fused kernel at 16K (bf16): met (0.96x)" in text
     assert "bigbird >= 2x the fused kernel at 16K: missed (1.20x)" in text
@@ -118,6 +178,11 @@ def test_targets_are_held_against_the_measured_rows():
 
 def test_a_failed_row_reads_not_measured_in_the_tables():
     results = results_with([])
-    results["rows"].append({**layer("full", 65536, 1, 0.0), "status": "failed",
-                            "error": "XlaRuntimeError: RESOURCE_EXHAUSTED"})
+    results["rows"].append(
+        {
+            **layer("full", 65536, 1, 0.0),
+            "status": "failed",
+            "error": "XlaRuntimeError: RESOURCE_EXHAUSTED",
+        }
+    )
     assert "0.00 ms" not in gpu_report.layers_table(results)

@@ -1,7 +1,7 @@
 """`layers --backend jax`: the results file (backend, device, rows, finite positive times and
 memory), a JAX measurement without TensorFlow, the jax.nn.dot_product_attention peer against the
-dense formula, the one-line refusals, and peers.py not importing layer_sweep.py. No timing values are
-asserted, only structure and correctness."""
+dense formula, the one-line refusals, and peers.py not importing layer_sweep.py. No timing values
+are asserted, only structure and correctness."""
 
 import ast
 import importlib.util
@@ -23,11 +23,28 @@ from arena_tf.benchmark import backends, layer_sweep, memory, peers
 from arena_tf.cli import UsageError
 from tests.one_line import assert_one_error_line
 
+pytestmark = pytest.mark.slow  # starts processes
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TINY = ["--lengths", "64", "--batch", "1", "--heads", "2", "--head-dim", "8", "--repeats", "2",
-        "--matmul-size", "64", "--agreement-length", "32"]
-needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
-                               reason="jax is not installed")
+TINY = [
+    "--lengths",
+    "64",
+    "--batch",
+    "1",
+    "--heads",
+    "2",
+    "--head-dim",
+    "8",
+    "--repeats",
+    "2",
+    "--matmul-size",
+    "64",
+    "--agreement-length",
+    "32",
+]
+needs_jax = pytest.mark.skipif(
+    importlib.util.find_spec("jax") is None, reason="jax is not installed"
+)
 
 
 def finite_positive(value):
@@ -49,8 +66,23 @@ def check_stages(row):
 def test_jax_results_record_the_backend_device_and_rows(tmp_path, capsys):
     """Measured in children with KERAS_BACKEND=jax, as the command does by default."""
     output = tmp_path / "layers.json"
-    assert cli.main(["layers", "--backend", "jax", "--mechanisms", "full", "linear", "--peers",
-                     *TINY, "--output", str(output)]) == 0
+    assert (
+        cli.main(
+            [
+                "layers",
+                "--backend",
+                "jax",
+                "--mechanisms",
+                "full",
+                "linear",
+                "--peers",
+                *TINY,
+                "--output",
+                str(output),
+            ]
+        )
+        == 0
+    )
     results = json.loads(output.read_text())
     backend = results["backend"]
     assert backend["name"] == "jax" and backend["kind"] and backend["platform"]
@@ -76,9 +108,16 @@ def test_a_jax_measurement_imports_no_tensorflow(tmp_path):
         f"code = main(['layers', '--backend', 'jax', '--mechanisms', 'full', *{TINY!r}, "
         f"'--in-process', '--output', {str(output)!r}])\n"
         "print(json.dumps([code, sorted(name for name in sys.modules "
-        "if name.split('.')[0] == 'tensorflow')]))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "KERAS_BACKEND": "jax"}, timeout=600)
+        "if name.split('.')[0] == 'tensorflow')]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "KERAS_BACKEND": "jax"},
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     code, imported = json.loads(done.stdout.splitlines()[-1])
     assert code == 0 and imported == []
@@ -116,34 +155,55 @@ def test_the_dot_product_attention_peer_computes_the_dense_formula():
 
 def test_an_unknown_backend_is_one_error_line(capsys):
     assert cli.main(["layers", "--backend", "torch", "--output", "/nonexistent/x.json"]) == 2
-    assert_one_error_line(capsys.readouterr().err, "--backend torch",
-                          "expected one of tensorflow, jax")
+    assert_one_error_line(
+        capsys.readouterr().err, "--backend torch", "expected one of tensorflow, jax"
+    )
 
 
 def test_jax_when_it_is_not_installed_is_one_error_line(monkeypatch, capsys):
     found = importlib.util.find_spec
-    monkeypatch.setattr(backends.importlib.util, "find_spec",
-                        lambda name, *rest: None if name == "jax" else found(name, *rest))
+    monkeypatch.setattr(
+        backends.importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "jax" else found(name, *rest),
+    )
     assert cli.main(["layers", "--backend", "jax", "--output", "/nonexistent/x.json"]) == 2
     assert_one_error_line(capsys.readouterr().err, "needs the jax package, which is not installed")
 
 
 @needs_jax
 def test_a_peer_of_another_backend_is_one_error_line(capsys):
-    assert cli.main(["layers", "--backend", "jax", "--peers", "keras_mha",
-                     "--output", "/nonexistent/x.json"]) == 2
-    assert_one_error_line(capsys.readouterr().err,
-                          "--peers keras_mha: not a peer under --backend jax")
+    assert (
+        cli.main(
+            [
+                "layers",
+                "--backend",
+                "jax",
+                "--peers",
+                "keras_mha",
+                "--output",
+                "/nonexistent/x.json",
+            ]
+        )
+        == 2
+    )
+    assert_one_error_line(
+        capsys.readouterr().err, "--peers keras_mha: not a peer under --backend jax"
+    )
 
 
 @needs_jax
 def test_in_process_under_another_backend_is_one_error_line(capsys):
     here = keras.backend.backend()
     other = "jax" if here == "tensorflow" else "tensorflow"
-    assert cli.main(["layers", "--backend", other, "--in-process",
-                     "--output", "/nonexistent/x.json"]) == 2
-    assert_one_error_line(capsys.readouterr().err,
-                          f"--in-process measures in this process, whose Keras backend is {here}")
+    assert (
+        cli.main(["layers", "--backend", other, "--in-process", "--output", "/nonexistent/x.json"])
+        == 2
+    )
+    assert_one_error_line(
+        capsys.readouterr().err,
+        f"--in-process measures in this process, whose Keras backend is {here}",
+    )
 
 
 def test_without_peers_each_backend_compares_its_own():
@@ -162,10 +222,14 @@ def test_without_peers_each_backend_compares_its_own():
 
 
 def test_a_peer_row_is_labelled_with_its_device_parameters():
-    plan = layer_sweep.entries(["full"], ["keras_mha", "jax_dpa"], {"attention_implementation": "xla"})
+    plan = layer_sweep.entries(
+        ["full"], ["keras_mha", "jax_dpa"], {"attention_implementation": "xla"}
+    )
     assert [(entry.label, entry.params) for entry in plan] == [
-        ("full", {}), ("jax_dpa[implementation=xla]", {"implementation": "xla"}),
-        ("keras_mha", {})]
+        ("full", {}),
+        ("jax_dpa[implementation=xla]", {"implementation": "xla"}),
+        ("keras_mha", {}),
+    ]
 
 
 def imported_modules(path):

@@ -4,6 +4,7 @@ import json
 
 import keras
 import numpy as np
+import pytest
 
 import arena_tf.layers as attention_layers
 from arena_tf.benchmark import __main__ as cli
@@ -12,9 +13,31 @@ from arena_tf.benchmark import costs, isolated, peers
 
 def test_layer_benchmark_runs_and_writes_valid_json(tmp_path, capsys):
     output = tmp_path / "layers.json"
-    cli.main(["layers", "--mechanisms", "full", "linear", "--peers", "--lengths", "64", "96",
-              "--batch", "1", "--heads", "2", "--head-dim", "8", "--repeats", "2",
-              "--matmul-size", "128", "--in-process", "--output", str(output)])
+    cli.main(
+        [
+            "layers",
+            "--mechanisms",
+            "full",
+            "linear",
+            "--peers",
+            "--lengths",
+            "64",
+            "96",
+            "--batch",
+            "1",
+            "--heads",
+            "2",
+            "--head-dim",
+            "8",
+            "--repeats",
+            "2",
+            "--matmul-size",
+            "128",
+            "--in-process",
+            "--output",
+            str(output),
+        ]
+    )
     results = json.loads(output.read_text())
     assert results["machine"]["cores"] >= 1 and "tensorflow" in results["machine"]["versions"]
     assert len(results["matmul"]) == 2 and all(m["gflops"] > 0 for m in results["matmul"])
@@ -31,9 +54,14 @@ def test_layer_benchmark_runs_and_writes_valid_json(tmp_path, capsys):
     assert "full" in printed and "linear" in printed and "GFLOP/s" in printed
 
 
+@pytest.mark.slow
 def test_a_configuration_runs_in_a_fresh_process():
-    spec = {"name": "linear", "params": {}, "repeats": 2,
-            "shape": {"batch": 1, "length": 32, "heads": 2, "head_dim": 8}}
+    spec = {
+        "name": "linear",
+        "params": {},
+        "repeats": 2,
+        "shape": {"batch": 1, "length": 32, "heads": 2, "head_dim": 8},
+    }
     result = isolated.run("layer", spec, timeout=300)
     assert "error" not in result, result.get("error")
     assert result["train"]["median_ms"] > 0
@@ -44,8 +72,9 @@ def test_a_failed_configuration_gives_one_sentence():
     text = isolated.failure(-9, "Traceback...\nMemoryError: boom\n")
     assert text == "exit status -9 (killed: out of memory?): MemoryError: boom"
     tensorflow_style = "ResourceExhaustedError: OOM when allocating\n [Op:__inference_step_1]\n"
-    assert isolated.failure(1, tensorflow_style).endswith(": ResourceExhaustedError: OOM when "
-                                                           "allocating")
+    assert isolated.failure(1, tensorflow_style).endswith(
+        ": ResourceExhaustedError: OOM when allocating"
+    )
 
 
 def test_multi_head_attention_peer_matches_full_with_copied_weights():

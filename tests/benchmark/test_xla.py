@@ -12,9 +12,11 @@ def test_kernel_rates_are_measured_with_and_without_xla():
 
 def test_the_plan_is_the_largest_total_among_the_dumped_reports(tmp_path):
     (tmp_path / "module_0001.step.cpu_after_optimizations-memory-usage-report.txt").write_text(
-        "Total bytes used: 7778091856 (7.24GiB)\n\nAllocations sorted by size:\n")
+        "Total bytes used: 7778091856 (7.24GiB)\n\nAllocations sorted by size:\n"
+    )
     (tmp_path / "module_0000.init.cpu_after_optimizations-memory-usage-report.txt").write_text(
-        "Total bytes used: 1024 (1.0KiB)\n")
+        "Total bytes used: 1024 (1.0KiB)\n"
+    )
     (tmp_path / "module_0001.step.cpu_after_optimizations.txt").write_text("Total bytes used: 9e9")
     assert xla.planned_bytes(tmp_path) == 7778091856
     assert xla.planned_bytes(tmp_path / "missing") is None

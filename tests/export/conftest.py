@@ -60,10 +60,19 @@ def tiny_config(mechanism, two_tower=False, task=None, **overrides):
         decided = tasks.get(name, max_len=overrides.get("max_len", LENGTH)).model_fields()
     except ConfigError:  # a task of fixed length (pixels: 32 x 32)
         decided = tasks.get(name).model_fields()
-    fields = dict(attention=mechanism, attention_params=SMALL_PARAMS.get(mechanism, {}),
-                  block=block_of(mechanism),
-                  num_layers=1, num_heads=2, emb_dim=16, qkv_dim=16, mlp_dim=32, dropout=0.0,
-                  attention_dropout=0.0, **decided)
+    fields = dict(
+        attention=mechanism,
+        attention_params=SMALL_PARAMS.get(mechanism, {}),
+        block=block_of(mechanism),
+        num_layers=1,
+        num_heads=2,
+        emb_dim=16,
+        qkv_dim=16,
+        mlp_dim=32,
+        dropout=0.0,
+        attention_dropout=0.0,
+        **decided,
+    )
     return ModelConfig(**{**fields, **overrides})
 
 
@@ -88,7 +97,7 @@ def token_batch(config, batch=5, seed=1):
     for _ in range(2 if config.two_tower else 1):
         ids = rng.integers(1, config.vocab_size, size=(batch, config.max_len)).astype("int32")
         for row in range(1, batch):
-            ids[row, config.max_len - 7 * row:] = 0
+            ids[row, config.max_len - 7 * row :] = 0
         arrays.append(ids)
     return arrays
 
@@ -138,8 +147,10 @@ def case_params(cases):
     """Fixture params of (mechanism, two_tower) cases, each in its own xdist group: under
     `pytest -n 2 --dist loadgroup` (make test) every test of a case runs in the worker that
     exported it."""
-    return [pytest.param(case, id=case_id(case), marks=pytest.mark.xdist_group(case_id(case)))
-            for case in cases]
+    return [
+        pytest.param(case, id=case_id(case), marks=pytest.mark.xdist_group(case_id(case)))
+        for case in cases
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -162,8 +173,11 @@ def tiny_exports(tmp_path_factory):
         if (case, export) not in exports:
             run_dir, model = runs[case]
             reports = export(run_dir, count=PARITY_EXAMPLES)
-            exports[case, export] = (run_dir, model,
-                                     {path.name: report for path, report in reports.items()})
+            exports[case, export] = (
+                run_dir,
+                model,
+                {path.name: report for path, report in reports.items()},
+            )
         return exports[case, export]
 
     return export_of

@@ -21,7 +21,7 @@ from tests.export.conftest import write_run_dir
 from tests.one_line import assert_one_error_line
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.
-pytestmark = pytest.mark.xdist_group("test_atomic_and_errors")
+pytestmark = [pytest.mark.xdist_group("test_atomic_and_errors"), pytest.mark.slow]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FAILING = Thresholds(fp32_max_abs_diff=-1.0)  # no FP32 logits can pass
@@ -42,8 +42,9 @@ def run_dir(tmp_path_factory):
     return directory
 
 
-def test_failed_fp32_parity_keeps_the_previous_saved_model_and_exits_1(run_dir, capsys,
-                                                                        monkeypatch):
+def test_failed_fp32_parity_keeps_the_previous_saved_model_and_exits_1(
+    run_dir, capsys, monkeypatch
+):
     before = snapshot(run_dir / "saved_model")
     report_before = (run_dir / "saved_model.parity.json").read_text()
     monkeypatch.setattr(context, "Thresholds", lambda: FAILING)
@@ -52,8 +53,9 @@ def test_failed_fp32_parity_keeps_the_previous_saved_model_and_exits_1(run_dir, 
     assert status == 1 and captured.out == ""
     (line,) = captured.err.splitlines()
     assert ERROR_LINE.match(line)
-    assert line.startswith("error: saved_model not written: parity check failed (max |logit - "
-                           "keras fp32 logit| = ")
+    assert line.startswith(
+        "error: saved_model not written: parity check failed (max |logit - keras fp32 logit| = "
+    )
     assert "; expected FP32 logits within the parity threshold" in line
     assert snapshot(run_dir / "saved_model") == before
     assert (run_dir / "saved_model.parity.json").read_text() == report_before
@@ -84,8 +86,9 @@ def test_refused_reduced_precisions_do_not_stop_fp32(run_dir, capsys, monkeypatc
     refusals = captured.err.splitlines()
     assert [line.split(" ")[1] for line in refusals] == ["saved_model_bf16", "saved_model_fp16"]
     for line, name in zip(refusals, ["saved_model_bf16", "saved_model_fp16"]):
-        assert line.startswith(f"warning: {name} not written: parity check failed (median logit "
-                               "error vs keras fp32 = ")
+        assert line.startswith(
+            f"warning: {name} not written: parity check failed (median logit error vs keras fp32 = "
+        )
         assert line.endswith(f"details in {run_dir / name}.parity.failed.json")
 
 
@@ -103,8 +106,9 @@ def test_crash_while_writing_keeps_the_previous_saved_model(run_dir, monkeypatch
     assert snapshot(run_dir / "saved_model") == before
 
 
-def test_a_report_that_cannot_be_written_keeps_the_previous_artifact_and_report(run_dir,
-                                                                                monkeypatch):
+def test_a_report_that_cannot_be_written_keeps_the_previous_artifact_and_report(
+    run_dir, monkeypatch
+):
     before = snapshot(run_dir / "saved_model")
     folder = (run_dir / "saved_model").stat().st_ino  # the same folder, not an equal new one
     report_before = (run_dir / "saved_model.parity.json").read_text()
@@ -206,8 +210,9 @@ def test_read_metadata_of_something_else_is_one_clear_error(run_dir):
 
 
 def run_script(*args):
-    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_scripts_run_from_the_repository_root(tmp_path):
@@ -215,7 +220,9 @@ def test_scripts_run_from_the_repository_root(tmp_path):
     done = run_script("export/to_onnx.py", str(run_dir), "--precision", "fp16", "--examples", "4")
     assert done.returncode == 0, done.stderr
     assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
-        str(run_dir / "saved_model"), str(run_dir / "model.fp16.onnx")]
+        str(run_dir / "saved_model"),
+        str(run_dir / "model.fp16.onnx"),
+    ]
     failed = run_script("export/to_savedmodel.py", str(tmp_path / "missing"))
     assert failed.returncode == 2
     assert "Traceback" not in failed.stderr

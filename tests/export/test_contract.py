@@ -14,7 +14,11 @@ from export.metadata import read_metadata
 from export.runners import artifact_predictor
 from export.to_onnx import export_onnx
 from tests.export.conftest import (
-    LENGTH, assert_within_rounding, onnx_session, token_batch, write_run_dir,
+    LENGTH,
+    assert_within_rounding,
+    onnx_session,
+    token_batch,
+    write_run_dir,
 )
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.
@@ -37,17 +41,19 @@ def test_runners_refuse_ids_outside_the_vocabulary_in_one_line(exported_linear, 
     run_dir, model = exported_linear
     predict = artifact_predictor(run_dir / name)
     (tokens,) = token_batch(model.get_layer("encoder").config, batch=2)
-    for bad, shown in [(-1, "-1"), (VOCAB, str(VOCAB)), (2 ** 40, str(2 ** 40))]:
+    for bad, shown in [(-1, "-1"), (VOCAB, str(VOCAB)), (2**40, str(2**40))]:
         ids = tokens.astype("int64")
         ids[1, 3] = bad
         with pytest.raises(TokenError) as error:
             predict([ids])
         message = str(error.value)
         assert "\n" not in message and error.value.exit_code == 2
-        assert message == (f"tokens holds token id {shown} (row 1, position 3; 1 id(s) out of "
-                           f"range); expected ids in [0, {VOCAB}), the model's vocabulary; map "
-                           "unknown or out-of-range tokens to a valid id (e.g. the padding or "
-                           "unknown id) before calling the model")
+        assert message == (
+            f"tokens holds token id {shown} (row 1, position 3; 1 id(s) out of "
+            f"range); expected ids in [0, {VOCAB}), the model's vocabulary; map "
+            "unknown or out-of-range tokens to a valid id (e.g. the padding or "
+            "unknown id) before calling the model"
+        )
 
 
 def test_runners_take_int64_ids_and_shorter_inputs(exported_linear):
@@ -55,18 +61,24 @@ def test_runners_take_int64_ids_and_shorter_inputs(exported_linear):
     (tokens,) = token_batch(model.get_layer("encoder").config, batch=3)
     short = tokens[:, :40]
     expected = keras_logits(model, padded(short))
-    for name, precision in [("saved_model", "fp32"), ("model.onnx", "fp32"),
-                            ("model.fp16.onnx", "fp16")]:
+    for name, precision in [
+        ("saved_model", "fp32"),
+        ("model.onnx", "fp32"),
+        ("model.fp16.onnx", "fp16"),
+    ]:
         predict = artifact_predictor(run_dir / name)
         assert_within_rounding(predict([short.astype("int64")]), expected, precision)
         assert_within_rounding(predict([short]), expected, precision)
 
 
-@pytest.mark.parametrize("shape, message", [
-    ((2, LENGTH + 1), "tokens has shape [2, 65]; expected [batch, length] with length 1 to 64"),
-    ((2, 0), "tokens has shape [2, 0]; expected [batch, length] with length 1 to 64"),
-    ((LENGTH,), "tokens has shape [64]; expected [batch, length]"),
-])
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        ((2, LENGTH + 1), "tokens has shape [2, 65]; expected [batch, length] with length 1 to 64"),
+        ((2, 0), "tokens has shape [2, 0]; expected [batch, length] with length 1 to 64"),
+        ((LENGTH,), "tokens has shape [64]; expected [batch, length]"),
+    ],
+)
 def test_runners_refuse_wrong_shapes(exported_linear, shape, message):
     run_dir, _ = exported_linear
     with pytest.raises(TokenError, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -74,8 +86,12 @@ def test_runners_refuse_wrong_shapes(exported_linear, shape, message):
 
 
 def test_check_tokens_refuses_floats_and_a_wrong_input_count():
-    metadata = {"input_names": ["tokens_1", "tokens_2"], "vocab_size": 5, "max_len": 8,
-                "sequence_length": {"min": 1, "max": 8}}
+    metadata = {
+        "input_names": ["tokens_1", "tokens_2"],
+        "vocab_size": 5,
+        "max_len": 8,
+        "sequence_length": {"min": 1, "max": 8},
+    }
     ids = np.ones((2, 8), "int32")
     with pytest.raises(TokenError, match=r"^1 token array\(s\) given; expected 2 \(tokens_1, "):
         check_tokens([ids], metadata)
@@ -114,8 +130,10 @@ def test_raw_graphs_on_bad_ids_as_the_readme_states(exported_linear):
     signatures = tf.saved_model.load(str(run_dir / "saved_model")).signatures
     serve = signatures["serving_default"]
     session = onnx_session(run_dir / "model.onnx")
-    for run in (lambda t: serve(tokens=tf.constant(t))["logits"].numpy(),
-                lambda t: session.run(["logits"], {"tokens": t})[0]):
+    for run in (
+        lambda t: serve(tokens=tf.constant(t))["logits"].numpy(),
+        lambda t: session.run(["logits"], {"tokens": t})[0],
+    ):
         np.testing.assert_array_equal(run(minus_one), run(last))
     with pytest.raises(tf.errors.InvalidArgumentError, match="is not in \\[0, 16\\)"):
         serve(tokens=tf.constant(too_big))
@@ -127,12 +145,13 @@ def test_raw_graphs_on_bad_ids_as_the_readme_states(exported_linear):
     with pytest.raises(Exception, match="position_embedding"):
         session.run(["logits"], {"tokens": longer})
     wrapped = tokens.astype("int64")
-    wrapped[0, 3] = 2 ** 32 + 5
+    wrapped[0, 3] = 2**32 + 5
     five = tokens.copy()
     five[0, 3] = 5
     np.testing.assert_array_equal(
         signatures["serving_int64"](tokens=tf.constant(wrapped))["logits"].numpy(),
-        serve(tokens=tf.constant(five))["logits"].numpy())
+        serve(tokens=tf.constant(five))["logits"].numpy(),
+    )
 
 
 def test_onnx_inputs_are_int32_with_named_batch_and_length_axes(exported_linear):
@@ -140,8 +159,11 @@ def test_onnx_inputs_are_int32_with_named_batch_and_length_axes(exported_linear)
     for name in ("model.onnx", "model.fp16.onnx"):
         session = onnx_session(run_dir / name)
         (tokens,) = session.get_inputs()
-        assert (tokens.name, tokens.type, tokens.shape) == ("tokens", "tensor(int32)",
-                                                           ["batch", "length"])
+        assert (tokens.name, tokens.type, tokens.shape) == (
+            "tokens",
+            "tensor(int32)",
+            ["batch", "length"],
+        )
         assert read_metadata(run_dir / name)["input_dtypes"] == {"onnx": "int32"}
 
 
@@ -151,8 +173,9 @@ PIXELS = 32 * 32  # Pathfinder's images, the length of a model without padding
 @pytest.fixture(scope="module")
 def pixels_run(tmp_path_factory):
     """A run whose model has no padding id (pixels): fixed length, stated in its metadata."""
-    run_dir, model = write_run_dir(tmp_path_factory.mktemp("pixels"), "local",
-                                   task={"name": "pathfinder"})
+    run_dir, model = write_run_dir(
+        tmp_path_factory.mktemp("pixels"), "local", task={"name": "pathfinder"}
+    )
     export_onnx(run_dir, ["fp32"], count=4)
     return run_dir, model
 
@@ -168,16 +191,21 @@ def test_a_model_without_padding_id_takes_exactly_max_len(pixels_run):
         length = read_metadata(run_dir / name)["sequence_length"]
         assert (length["dynamic"], length["min"], length["max"]) == (False, PIXELS, PIXELS)
         assert "no padding id" in length["why"]
-        with pytest.raises(TokenError, match=r"shape \[1, 40\]; expected \[batch, length\] with "
-                                             r"length max_len \(1024\)"):
+        with pytest.raises(
+            TokenError,
+            match=r"shape \[1, 40\]; expected \[batch, length\] with "
+            r"length max_len \(1024\)",
+        ):
             artifact_predictor(run_dir / name)([np.ones((1, 40), "int32")])
     report = json.loads((run_dir / "model.onnx.parity.json").read_text())
     assert not any(c["name"].startswith("length") for c in report["checks"])
 
 
 def test_every_exported_onnx_file_passes_the_full_checker(exported_linear, pixels_run):
-    exported = {exported_linear[0]: {"model.onnx", "model.fp16.onnx"},
-                pixels_run[0]: {"model.onnx"}}
+    exported = {
+        exported_linear[0]: {"model.onnx", "model.fp16.onnx"},
+        pixels_run[0]: {"model.onnx"},
+    }
     for run_dir, names in exported.items():
         assert {path.name for path in run_dir.glob("*.onnx")} == names
         for name in names:

@@ -23,8 +23,12 @@ def write_listops_files(directory):
 
 def test_real_examples_come_from_the_task_test_split_with_labels(tmp_path):
     data_dir = write_listops_files(tmp_path / "listops")
-    run_dir, _ = write_run_dir(tmp_path / "run", "full", num_classes=10,
-                               task={"name": "listops", "data_dir": str(data_dir)})
+    run_dir, _ = write_run_dir(
+        tmp_path / "run",
+        "full",
+        num_classes=10,
+        task={"name": "listops", "data_dir": str(data_dir)},
+    )
     examples = load_examples(load_source(run_dir), count=10)
     assert examples.origin.startswith("listops test split")
     assert examples.count == len(LISTOPS_TEST)  # the split is shorter than the count asked
@@ -36,8 +40,9 @@ def test_real_examples_come_from_the_task_test_split_with_labels(tmp_path):
 def test_missing_task_data_gives_generated_examples_and_is_not_generated(tmp_path):
     empty = tmp_path / "listops-data"
     empty.mkdir()
-    run_dir, _ = write_run_dir(tmp_path / "run", "full",
-                               task={"name": "listops", "data_dir": str(empty)})
+    run_dir, _ = write_run_dir(
+        tmp_path / "run", "full", task={"name": "listops", "data_dir": str(empty)}
+    )
     examples = load_examples(load_source(run_dir), count=6)
     assert examples.origin.startswith("generated: listops test split unreadable (DataNotFoundError")
     assert "listops: no data in" in examples.origin  # the read-only task, not the generator
@@ -46,8 +51,12 @@ def test_missing_task_data_gives_generated_examples_and_is_not_generated(tmp_pat
 
 
 def test_tfds_task_without_prepared_data_does_not_download(tmp_path):
-    run_dir, _ = write_run_dir(tmp_path / "run", "full", vocab_size=257,
-                               task={"name": "text", "data_dir": str(tmp_path / "tfds")})
+    run_dir, _ = write_run_dir(
+        tmp_path / "run",
+        "full",
+        vocab_size=257,
+        task={"name": "text", "data_dir": str(tmp_path / "tfds")},
+    )
     examples = load_examples(load_source(run_dir), count=4)
     assert examples.origin.startswith("generated: text test split unreadable")
     assert not (tmp_path / "tfds" / "downloads").exists()

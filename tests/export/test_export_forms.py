@@ -18,8 +18,7 @@ SPECS = [tf.TensorSpec([None, LENGTH, CHANNELS], tf.float32), tf.TensorSpec([CHA
 
 def onnx_run(function, *arrays):
     """`function` through tf2onnx (opset 17) and ONNX Runtime; raises where either refuses."""
-    model, _ = tf2onnx.convert.from_function(tf.function(function), SPECS[:len(arrays)],
-                                             opset=17)
+    model, _ = tf2onnx.convert.from_function(tf.function(function), SPECS[: len(arrays)], opset=17)
     session = ort.InferenceSession(model.SerializeToString())
     names = [i.name for i in session.get_inputs()]
     return session.run(None, dict(zip(names, arrays)))[0]
@@ -27,8 +26,10 @@ def onnx_run(function, *arrays):
 
 def arrays():
     rng = np.random.default_rng(0)
-    return (rng.normal(size=(2, LENGTH, CHANNELS)).astype("float32"),
-            rng.normal(size=(CHANNELS, LENGTH)).astype("float32"))
+    return (
+        rng.normal(size=(2, LENGTH, CHANNELS)).astype("float32"),
+        rng.normal(size=(CHANNELS, LENGTH)).astype("float32"),
+    )
 
 
 def test_fft_convolution_and_tf_exact_gelu_do_not_export():
@@ -41,7 +42,7 @@ def test_fft_convolution_and_tf_exact_gelu_do_not_export():
 
 def test_export_forms_export_and_equal_the_training_forms():
     u, kernel = arrays()
-    np.testing.assert_allclose(onnx_run(long_conv.direct_conv, u, kernel),
-                               long_conv.fft_conv(u, kernel), atol=1e-5)
-    np.testing.assert_allclose(onnx_run(exact_gelu, u), tf.nn.gelu(u, approximate=False),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        onnx_run(long_conv.direct_conv, u, kernel), long_conv.fft_conv(u, kernel), atol=1e-5
+    )
+    np.testing.assert_allclose(onnx_run(exact_gelu, u), tf.nn.gelu(u, approximate=False), atol=1e-6)

@@ -61,10 +61,11 @@ def test_saved_model_signatures_match_keras(exported):
     assert list(outputs) == ["logits"] and outputs["logits"].dtype == tf.float32
     np.testing.assert_allclose(outputs["logits"].numpy(), keras_logits(model, arrays), atol=1e-4)
     # int64 ids and a shorter input, padded inside with the padding id
-    short = [a[:, :LENGTH - 24] for a in arrays]
+    short = [a[:, : LENGTH - 24] for a in arrays]
     expected = keras_logits(model, [np.pad(a, [(0, 0), (0, 24)]) for a in short])
-    outputs = signatures["serving_int64"](**{k: tf.constant(v, tf.int64)
-                                             for k, v in feeds(model, short).items()})
+    outputs = signatures["serving_int64"](
+        **{k: tf.constant(v, tf.int64) for k, v in feeds(model, short).items()}
+    )
     np.testing.assert_allclose(outputs["logits"].numpy(), expected, atol=1e-4)
 
 
@@ -93,8 +94,10 @@ def test_onnx_fp16_keeps_io_types_and_predicts_the_same_classes(exported):
     assert reports["model.fp16.onnx"]["error"]["decided"]["flipped"] == 0
     measured = reports["model.fp16.onnx"]["error"]["measured_error"]
     config = model.get_layer("encoder").config
-    print(f"{config.attention}, {2 if config.two_tower else 1} tower(s): FP16 ONNX logit error, "
-          f"median {measured['median_in_u_s']:.1f} u·S, largest {measured['max_in_u_s']:.1f} u·S")
+    print(
+        f"{config.attention}, {2 if config.two_tower else 1} tower(s): FP16 ONNX logit error, "
+        f"median {measured['median_in_u_s']:.1f} u·S, largest {measured['max_in_u_s']:.1f} u·S"
+    )
 
 
 @pytest.mark.parametrize("name", ["model.onnx", "model.fp16.onnx"])
@@ -102,7 +105,7 @@ def test_onnx_files_pass_the_full_checker_and_take_shorter_inputs(exported, name
     run_dir, model, _ = exported
     onnx.checker.check_model(onnx.load(str(run_dir / name)), full_check=True)
     arrays = token_batch(model.get_layer("encoder").config, batch=2, seed=4)
-    short = [a[:, :LENGTH // 2] for a in arrays]
+    short = [a[:, : LENGTH // 2] for a in arrays]
     _, logits = onnx_logits(run_dir / name, model, short)
     expected = keras_logits(model, [np.pad(a, [(0, 0), (0, LENGTH // 2)]) for a in short])
     assert_within_rounding(logits, expected, "fp32" if name == "model.onnx" else "fp16")
@@ -124,5 +127,9 @@ def test_metadata_describes_the_model_in_every_artifact(exported):
         assert metadata["source"] == str((run_dir / "model.keras").resolve())
         assert metadata["task"] == ("retrieval" if config.two_tower else "listops")
         assert metadata["sequence_length"] == {
-            "min": 1, "max": LENGTH, "dynamic": True, "padding_id": 0,
-            "why": metadata["sequence_length"]["why"]}
+            "min": 1,
+            "max": LENGTH,
+            "dynamic": True,
+            "padding_id": 0,
+            "why": metadata["sequence_length"]["why"],
+        }

@@ -14,7 +14,7 @@ from export.to_savedmodel import export_savedmodel
 from tests.export.conftest import write_run_dir
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.
-pytestmark = pytest.mark.xdist_group("test_leftovers")
+pytestmark = [pytest.mark.xdist_group("test_leftovers"), pytest.mark.slow]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -32,8 +32,9 @@ def killed_writer(target, content="half written"):
         print(tmp.parent)
         os._exit(9)
     """)
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 9, done.stderr
     return pathlib.Path(done.stdout.strip())
 
@@ -45,8 +46,11 @@ def run_dir(tmp_path_factory):
 
 
 def test_the_next_export_removes_what_a_killed_export_left(run_dir):
-    leftovers = [killed_writer(run_dir / "saved_model"), killed_writer(run_dir / "model.onnx"),
-                 killed_writer(run_dir / "saved_model_bf16.parity.json")]
+    leftovers = [
+        killed_writer(run_dir / "saved_model"),
+        killed_writer(run_dir / "model.onnx"),
+        killed_writer(run_dir / "saved_model_bf16.parity.json"),
+    ]
     old_style = run_dir / ".saved_model_fp16.k3j9x_a1"  # written before temporaries had a pid
     (old_style / "saved_model_fp16" / "variables").mkdir(parents=True)
     running = run_dir / f".saved_model.{os.getpid()}.abcdefgh"  # a writer still running

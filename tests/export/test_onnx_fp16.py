@@ -21,9 +21,14 @@ LENGTH = 3000  # positions above 2048 are not integers in float16
 
 def model(nodes, inputs, initializers=()):
     graph = helper.make_graph(
-        nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
-        initializer=[numpy_helper.from_array(np.asarray(value, np.float32), name)
-                     for name, value in initializers],
+        nodes,
+        "g",
+        inputs,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
+        initializer=[
+            numpy_helper.from_array(np.asarray(value, np.float32), name)
+            for name, value in initializers
+        ],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
@@ -34,22 +39,28 @@ def sinusoid_model():
         helper.make_node("Shape", ["x"], ["shape"], name="shape"),
         helper.make_node("Gather", ["shape", "one"], ["length"], name="length", axis=0),
         helper.make_node("Range", ["zero", "length", "one"], ["positions"], name="range"),
-        helper.make_node("Cast", ["positions"], ["float_positions"], name="to_float",
-                         to=TensorProto.FLOAT),
+        helper.make_node(
+            "Cast", ["positions"], ["float_positions"], name="to_float", to=TensorProto.FLOAT
+        ),
         helper.make_node("Mul", ["float_positions", "rate"], ["angles"], name="angles"),
         helper.make_node("Sin", ["angles"], ["table"], name="sin"),
         helper.make_node("Add", ["x", "table"], ["y"], name="add"),
     ]
-    graph = model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, LENGTH])],
-                  [("rate", 1.0)])
-    graph.graph.initializer.extend([numpy_helper.from_array(np.int64(1), "one"),
-                                    numpy_helper.from_array(np.int64(0), "zero")])
+    graph = model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, LENGTH])],
+        [("rate", 1.0)],
+    )
+    graph.graph.initializer.extend(
+        [numpy_helper.from_array(np.int64(1), "one"), numpy_helper.from_array(np.int64(0), "zero")]
+    )
     return graph
 
 
 def run(model_proto, **feeds):
-    session = onnxruntime.InferenceSession(model_proto.SerializeToString(),
-                                           providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(
+        model_proto.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
     return session.run(["y"], feeds)[0]
 
 
@@ -81,12 +92,16 @@ def test_values_beyond_float16_stay_float32_until_exp_bounds_them():
         helper.make_node("Exp", ["zeroed"], ["ones"], name="exp"),
         helper.make_node("Mul", ["ones", "logits"], ["y"], name="use"),
     ]
-    inputs = [helper.make_tensor_value_info("mask", TensorProto.BOOL, [None, 4]),
-              helper.make_tensor_value_info("logits", TensorProto.FLOAT, [None, 4])]
+    inputs = [
+        helper.make_tensor_value_info("mask", TensorProto.BOOL, [None, 4]),
+        helper.make_tensor_value_info("logits", TensorProto.FLOAT, [None, 4]),
+    ]
     graph = model(nodes, inputs, [("neg_inf", -1e9), ("offset", -1e5), ("zero", 0.0)])
     assert beyond_fp16_nodes(graph) == {"where", "shift", "zero", "exp"}
-    feeds = dict(mask=np.array([[True, False, True, False]]),
-                 logits=np.array([[0.5, 2.0, -1.0, 3.0]], np.float32))
+    feeds = dict(
+        mask=np.array([[True, False, True, False]]),
+        logits=np.array([[0.5, 2.0, -1.0, 3.0]], np.float32),
+    )
     converted = convert_to_fp16(graph)
     kept = {i.name: i.data_type for i in converted.graph.initializer}
     assert kept["neg_inf"] == kept["offset"] == TensorProto.FLOAT  # not clamped to -65504
@@ -96,10 +111,12 @@ def test_values_beyond_float16_stay_float32_until_exp_bounds_them():
 def test_cast_round_trips_between_float32_nodes_are_removed():
     nodes = [
         helper.make_node("Sqrt", ["x"], ["root"], name="sqrt"),
-        helper.make_node("Cast", ["root"], ["half"], name="root_cast_to_fp16_node",
-                         to=TensorProto.FLOAT16),
-        helper.make_node("Cast", ["half"], ["back"], name="half_cast_to_fp32_node",
-                         to=TensorProto.FLOAT),
+        helper.make_node(
+            "Cast", ["root"], ["half"], name="root_cast_to_fp16_node", to=TensorProto.FLOAT16
+        ),
+        helper.make_node(
+            "Cast", ["half"], ["back"], name="half_cast_to_fp32_node", to=TensorProto.FLOAT
+        ),
         helper.make_node("Neg", ["back"], ["y"], name="neg"),
     ]
     x_input = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
@@ -125,36 +142,45 @@ def layer_norm_like_model():
         helper.make_node("Sub", ["h", "mean"], ["y"], name="center"),
     ]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])],
-        initializer=[numpy_helper.from_array(np.ones((2, 3, 4), np.float32), "bias")])
+        initializer=[numpy_helper.from_array(np.ones((2, 3, 4), np.float32), "bias")],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def test_the_fp16_graph_is_topologically_sorted_and_passes_the_full_checker():
     # the converter appends the Casts around a blocked GlobalAveragePool after every other node
-    plain = float16.convert_float_to_float16(layer_norm_like_model(), keep_io_types=True,
-                                             op_block_list=["GlobalAveragePool"])
+    plain = float16.convert_float_to_float16(
+        layer_norm_like_model(), keep_io_types=True, op_block_list=["GlobalAveragePool"]
+    )
     with pytest.raises(onnx.checker.ValidationError, match="topologically sorted"):
         onnx.checker.check_model(plain, full_check=True)
     converted = convert_to_fp16(layer_norm_like_model())
     onnx.checker.check_model(converted, full_check=True)
     x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)
     h = x + 1
-    np.testing.assert_allclose(run(converted, x=x), h - h.mean(axis=(2,), keepdims=True),
-                               atol=2e-3)
+    np.testing.assert_allclose(run(converted, x=x), h - h.mean(axis=(2,), keepdims=True), atol=2e-3)
 
 
 def test_sorting_keeps_a_valid_order_and_refuses_a_cycle():
-    nodes = [helper.make_node("Neg", ["b"], ["y"], name="second"),
-             helper.make_node("Abs", ["x"], ["a"], name="first_a"),
-             helper.make_node("Neg", ["a"], ["b"], name="first_b")]
+    nodes = [
+        helper.make_node("Neg", ["b"], ["y"], name="second"),
+        helper.make_node("Abs", ["x"], ["a"], name="first_a"),
+        helper.make_node("Neg", ["a"], ["b"], name="first_b"),
+    ]
     graph = model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])])
     sort_topologically(graph.graph)
     assert [n.name for n in graph.graph.node] == ["first_a", "first_b", "second"]
     onnx.checker.check_model(graph, full_check=True)
-    cycle = model([helper.make_node("Neg", ["b"], ["a"], name="p"),
-                   helper.make_node("Neg", ["a"], ["b"], name="q")],
-                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])])
+    cycle = model(
+        [
+            helper.make_node("Neg", ["b"], ["a"], name="p"),
+            helper.make_node("Neg", ["a"], ["b"], name="q"),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+    )
     with pytest.raises(ValueError, match="cycle"):
         sort_topologically(cycle.graph)

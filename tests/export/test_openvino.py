@@ -36,14 +36,20 @@ def exported(request, tiny_exports):
 
 def test_both_irs_are_written_with_passing_parity_reports(exported):
     run_dir, _, reports = exported
-    assert {"openvino", "openvino_fp16"} <= set(reports) <= {
-        "saved_model", "openvino", "openvino_fp16"}
+    assert (
+        {"openvino", "openvino_fp16"}
+        <= set(reports)
+        <= {"saved_model", "openvino", "openvino_fp16"}
+    )
     for name in ("openvino", "openvino_fp16"):
         saved = json.loads((run_dir / f"{name}.parity.json").read_text())
         assert saved["passed"] and saved["runtime"] == "openvino"
         assert saved["inference_precision"] == "f32"
-        assert {p.name for p in (run_dir / name).iterdir()} == {"model.xml", "model.bin",
-                                                               "arena_tf.json"}
+        assert {p.name for p in (run_dir / name).iterdir()} == {
+            "model.xml",
+            "model.bin",
+            "arena_tf.json",
+        }
     assert reports["openvino"]["comparisons"]["keras_fp32"]["max_abs_diff"] <= 1e-4
     assert not list(run_dir.glob(".*"))  # no temporary directories left behind
 
@@ -54,7 +60,7 @@ def test_the_fp32_ir_matches_keras_on_fresh_and_shorter_inputs(exported):
     predict = artifact_predictor(run_dir / "openvino")
     arrays = token_batch(config, batch=3, seed=7)
     np.testing.assert_allclose(predict(arrays), keras_logits(model, arrays), atol=1e-4)
-    short = [a[:, :LENGTH // 2] for a in arrays]
+    short = [a[:, : LENGTH // 2] for a in arrays]
     padded = [np.pad(a, [(0, 0), (0, LENGTH // 2)]) for a in short]
     np.testing.assert_allclose(predict(short), keras_logits(model, padded), atol=1e-4)
 
@@ -62,8 +68,10 @@ def test_the_fp32_ir_matches_keras_on_fresh_and_shorter_inputs(exported):
 def test_the_fp16_ir_holds_float16_weights_and_keeps_the_classes(exported):
     run_dir, model, _ = exported
     xml = (run_dir / "openvino_fp16" / "model.xml").read_text()
-    assert 'element_type="f16"' in xml and 'element_type="f16"' not in (
-        run_dir / "openvino" / "model.xml").read_text()
+    assert (
+        'element_type="f16"' in xml
+        and 'element_type="f16"' not in (run_dir / "openvino" / "model.xml").read_text()
+    )
     arrays = token_batch(model.get_layer("encoder").config, batch=5, seed=3)
     logits = artifact_predictor(run_dir / "openvino_fp16")(arrays)
     assert_within_rounding(logits, keras_logits(model, arrays), "fp16")

@@ -19,8 +19,14 @@ COUNT = 256
 
 
 def reference(logits, labels=None):
-    examples = types.SimpleNamespace(labels=labels, describe=lambda: {
-        "origin": "generated: test", "count": len(logits), "labelled": labels is not None})
+    examples = types.SimpleNamespace(
+        labels=labels,
+        describe=lambda: {
+            "origin": "generated: test",
+            "count": len(logits),
+            "labelled": labels is not None,
+        },
+    )
     return types.SimpleNamespace(logits=logits, examples=examples)
 
 
@@ -93,13 +99,18 @@ def test_a_graph_computing_something_else_fails_on_its_error_size():
 
 def test_the_expected_error_is_derived_and_recorded():
     logits = fp32_logits() * 4.0
-    report = parity_report("saved_model_fp16", "fp16", rounded(logits, "fp16"), reference(logits),
-                           thresholds=Thresholds(error_allowance=16.0))
+    report = parity_report(
+        "saved_model_fp16",
+        "fp16",
+        rounded(logits, "fp16"),
+        reference(logits),
+        thresholds=Thresholds(error_allowance=16.0),
+    )
     error = report["error"]
     scale = float(np.sqrt(np.mean(logits.astype("float64") ** 2)))
     assert error["logit_scale_rms"] == pytest.approx(scale)
-    assert error["unit_roundoff"] == 2.0 ** -11
-    assert error["expected_logit_error"] == pytest.approx(16.0 * 2.0 ** -11 * scale)
+    assert error["unit_roundoff"] == 2.0**-11
+    assert error["expected_logit_error"] == pytest.approx(16.0 * 2.0**-11 * scale)
     assert error["decided"]["margin_above"] == pytest.approx(2 * error["expected_logit_error"])
     assert "RMS of the FP32 logits" in error["derivation"]
     assert report["passed"]
@@ -140,7 +151,9 @@ def test_an_untrained_model_exports_bf16_without_a_spurious_refusal(untrained_ru
     captured = capsys.readouterr()
     assert status == 0 and captured.err == ""
     assert [line.split(":")[0] for line in captured.out.splitlines()] == [
-        str(untrained_run / "saved_model"), str(untrained_run / "saved_model_bf16")]
+        str(untrained_run / "saved_model"),
+        str(untrained_run / "saved_model_bf16"),
+    ]
     report = json.loads((untrained_run / "saved_model_bf16.parity.json").read_text())
     assert report["passed"] and report["examples"]["count"] == COUNT
     assert report["error"]["decided"]["flipped"] == 0

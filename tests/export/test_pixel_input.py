@@ -17,10 +17,14 @@ def test_intensity_input_exports_with_parity(tmp_path):
 
     keras.utils.set_random_seed(0)
     run_dir, model = write_run_dir(
-        tmp_path / "run", "s4d", task={"name": "pathfinder", "data_dir": str(tmp_path / "no-data")},
+        tmp_path / "run",
+        "s4d",
+        task={"name": "pathfinder", "data_dir": str(tmp_path / "no-data")},
         token_embedding="intensity",
     )
-    reports = {path.name: report for path, report in export_onnx(run_dir, count=PARITY_EXAMPLES).items()}
+    reports = {
+        path.name: report for path, report in export_onnx(run_dir, count=PARITY_EXAMPLES).items()
+    }
     assert set(reports) == {"saved_model", "model.onnx", "model.fp16.onnx"}
     assert all(report["passed"] for report in reports.values())
     pixels = np.random.default_rng(3).integers(0, 256, size=(4, 1024)).astype("int32")

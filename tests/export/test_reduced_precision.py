@@ -21,8 +21,11 @@ def matmul_types(saved_model):
     """Element types of the MatMul / BatchMatMul ops in the serving function and its library."""
     graph_def = saved_model.signatures["serving_default"].graph.as_graph_def()
     nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
-    return {tf.as_dtype(n.attr["T"].type).name for n in nodes
-            if n.op in ("MatMul", "BatchMatMulV2", "BatchMatMulV3")}
+    return {
+        tf.as_dtype(n.attr["T"].type).name
+        for n in nodes
+        if n.op in ("MatMul", "BatchMatMulV2", "BatchMatMulV3")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -31,15 +34,20 @@ def exported(tmp_path_factory):
     keras.utils.set_random_seed(0)
     root = tmp_path_factory.mktemp("precision")
     data_dir = write_listops_files(root / "listops")
-    run_dir, model = write_run_dir(root / "run", "performer", num_classes=10,
-                                   task={"name": "listops", "data_dir": str(data_dir)})
+    run_dir, model = write_run_dir(
+        root / "run",
+        "performer",
+        num_classes=10,
+        task={"name": "listops", "data_dir": str(data_dir)},
+    )
     reports = {path.name: report for path, report in export_savedmodel(run_dir, count=8).items()}
     return run_dir, model, reports
 
 
-@pytest.mark.parametrize("name, dtype", [("saved_model", "float32"),
-                                         ("saved_model_bf16", "bfloat16"),
-                                         ("saved_model_fp16", "float16")])
+@pytest.mark.parametrize(
+    "name, dtype",
+    [("saved_model", "float32"), ("saved_model_bf16", "bfloat16"), ("saved_model_fp16", "float16")],
+)
 def test_saved_model_computes_in_its_precision_behind_the_same_signature(exported, name, dtype):
     run_dir, model, _ = exported
     loaded = tf.saved_model.load(str(run_dir / name))
@@ -53,8 +61,10 @@ def test_saved_model_computes_in_its_precision_behind_the_same_signature(exporte
     assert logits.dtype == tf.float32
     reference = np.asarray(model(tokens))
     assert np.mean(logits.numpy().argmax(-1) == reference.argmax(-1)) == 1.0
-    assert read_metadata(run_dir / name)["precision"] == {"float32": "fp32", "bfloat16": "bf16",
-                                                          "float16": "fp16"}[dtype]
+    assert (
+        read_metadata(run_dir / name)["precision"]
+        == {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}[dtype]
+    )
 
 
 @pytest.mark.parametrize("name", ["saved_model_bf16", "saved_model_fp16"])
@@ -65,9 +75,12 @@ def test_reduced_precision_parity_checks_error_and_decided_examples(exported, na
     assert report["passed"] and report["examples"]["labelled"]
     assert report["examples"]["count"] == len(LISTOPS_TEST)
     checks = {c["name"] for c in report["checks"]}
-    assert {"all logits finite", "median logit error vs keras fp32",
-            "class flips among decided examples",
-            "int64 ids vs int32 ids: max |logit difference|"} <= checks
+    assert {
+        "all logits finite",
+        "median logit error vs keras fp32",
+        "class flips among decided examples",
+        "int64 ids vs int32 ids: max |logit difference|",
+    } <= checks
     # really reduced: the logits differ from FP32 by rounding, within the expected error
     assert 1e-6 < report["comparisons"]["keras_fp32"]["max_abs_diff"] < 0.1
     error = report["error"]

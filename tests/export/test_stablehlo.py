@@ -23,11 +23,16 @@ from export import stablehlo_model  # noqa: E402
 from export.metadata import read_metadata  # noqa: E402
 from export.runners import artifact_predictor  # noqa: E402
 from tests.export.conftest import (  # noqa: E402
-    LENGTH, assert_within_rounding, keras_logits, tiny_config, token_batch, write_run_dir,
+    LENGTH,
+    assert_within_rounding,
+    keras_logits,
+    tiny_config,
+    token_batch,
+    write_run_dir,
 )
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.
-pytestmark = pytest.mark.xdist_group("test_stablehlo")
+pytestmark = [pytest.mark.xdist_group("test_stablehlo"), pytest.mark.slow]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 JAX = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -43,8 +48,14 @@ sys.exit(main([sys.argv[1], "--precision", "fp32", "--examples", "16"]))
 
 
 def child(*args, env=JAX, cwd=ROOT):
-    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +75,20 @@ def test_the_script_writes_three_artifacts_each_passing_its_parity_check(exporte
     run_dir, _, script, _ = exported
     assert script.returncode == 0, script.stderr
     lines = script.stdout.splitlines()
-    for name, precision in (("stablehlo", "fp32"), ("stablehlo_bf16", "bf16"),
-                            ("stablehlo_fp16", "fp16")):
+    for name, precision in (
+        ("stablehlo", "fp32"),
+        ("stablehlo_bf16", "bf16"),
+        ("stablehlo_fp16", "fp16"),
+    ):
         assert any(line.startswith(f"{run_dir / name}: parity passed") for line in lines)
         report = json.loads((run_dir / f"{name}.parity.json").read_text())
         assert report["passed"] and report["runtime"] == "xla" and report["precision"] == precision
         assert report["platforms"] == ["cpu", "cuda"]
         assert {p.name for p in (run_dir / name).iterdir()} == {
-            "model.stablehlo", "weights.npz", "arena_tf.json"}
+            "model.stablehlo",
+            "weights.npz",
+            "arena_tf.json",
+        }
     fp32 = json.loads((run_dir / "stablehlo.parity.json").read_text())
     assert fp32["comparisons"]["keras_fp32"]["max_abs_diff"] <= 1e-4
     assert [c["passed"] for c in fp32["checks"] if c["name"].startswith("length 32 ids")] == [True]
@@ -83,7 +100,7 @@ def test_fp32_matches_keras_on_fresh_and_shorter_inputs(exported):
     predict = artifact_predictor(run_dir / "stablehlo")
     arrays = token_batch(model.get_layer("encoder").config, batch=3, seed=7)
     np.testing.assert_allclose(predict(arrays), keras_logits(model, arrays), atol=1e-4)
-    short = [a[:, :LENGTH // 2] for a in arrays]
+    short = [a[:, : LENGTH // 2] for a in arrays]
     padded = [np.pad(a, [(0, 0), (0, LENGTH // 2)]) for a in short]
     np.testing.assert_allclose(predict(short), keras_logits(model, padded), atol=1e-4)
 
@@ -94,7 +111,7 @@ def test_a_damaged_artifact_file_is_named_with_the_re_export(exported, tmp_path,
     artifact = tmp_path / "stablehlo"
     shutil.copytree(run_dir / "stablehlo", artifact)
     data = (artifact / name).read_bytes()
-    (artifact / name).write_bytes(data[:len(data) // 2])
+    (artifact / name).write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError) as refused:
         stablehlo_model.load(artifact, "fp32", warm_batch=0)
     assert str(refused.value).startswith(f"{artifact / name} cannot be read (")
@@ -109,14 +126,19 @@ def test_a_two_tower_run_written_under_jax_exports_and_matches_its_keras_model(e
     np.testing.assert_allclose(logits, keras_logits(model, arrays), atol=1e-4)
     metadata = read_metadata(two_tower / "stablehlo")
     assert metadata["stablehlo"]["symbolic_dimensions"] == {
-        "batch": "batch", "length": ["length_1", "length_2"]}
+        "batch": "batch",
+        "length": ["length_1", "length_2"],
+    }
 
 
 def test_each_artifact_computes_in_the_precision_it_names_and_no_other(exported):
     run_dir, model, _, _ = exported
     arrays = token_batch(model.get_layer("encoder").config, batch=5, seed=3)
-    for name, precision in (("stablehlo", "fp32"), ("stablehlo_bf16", "bf16"),
-                            ("stablehlo_fp16", "fp16")):
+    for name, precision in (
+        ("stablehlo", "fp32"),
+        ("stablehlo_bf16", "bf16"),
+        ("stablehlo_fp16", "fp16"),
+    ):
         assert read_metadata(run_dir / name)["precision"] == precision
         compiled = stablehlo_model.load(run_dir / name, precision, warm_batch=0)
         text = compiled.exported.mlir_module()
@@ -134,8 +156,7 @@ def test_each_artifact_computes_in_the_precision_it_names_and_no_other(exported)
 def test_the_batch_and_length_are_symbolic_where_the_model_allows(exported):
     run_dir = exported[0]
     metadata = read_metadata(run_dir / "stablehlo")
-    assert metadata["stablehlo"]["symbolic_dimensions"] == {"batch": "batch",
-                                                            "length": ["length"]}
+    assert metadata["stablehlo"]["symbolic_dimensions"] == {"batch": "batch", "length": ["length"]}
     compiled = stablehlo_model.load(run_dir / "stablehlo", "fp32", warm_batch=0)
     assert str(compiled.exported.in_avals[-1]) == "int32[batch,length]"
     from export.to_stablehlo import symbolic_dimensions
@@ -161,8 +182,14 @@ def test_the_artifact_runs_with_jax_alone_outside_the_project(exported):
     run_dir, model, _, _ = exported
     (tokens,) = token_batch(model.get_layer("encoder").config, batch=2, seed=9)
     alone = {"PATH": os.environ["PATH"], "JAX_PLATFORMS": "cpu"}  # no PYTHONPATH, -I: no project
-    done = child("-I", "-c", RUN_WITH_JAX_ALONE, json.dumps(tokens.tolist()),
-                 cwd=run_dir / "stablehlo", env=alone)
+    done = child(
+        "-I",
+        "-c",
+        RUN_WITH_JAX_ALONE,
+        json.dumps(tokens.tolist()),
+        cwd=run_dir / "stablehlo",
+        env=alone,
+    )
     assert done.returncode == 0, done.stderr
     logits, imported = map(json.loads, done.stdout.splitlines())
     np.testing.assert_allclose(logits, keras_logits(model, [tokens]), atol=1e-4)

@@ -13,8 +13,20 @@ from arena_tf import train
 from arena_tf.training.cluster import Cluster
 from arena_tf.training.errors import StrategyError
 from arena_tf.training.events import read_scalars
-from tests.training.conftest import (DRIVER, TINY, TRAIN, cli_args, finish, free_port, load_weights,
-                                  loop, run, start)
+from tests.training.conftest import (
+    DRIVER,
+    TINY,
+    TRAIN,
+    cli_args,
+    finish,
+    free_port,
+    load_weights,
+    loop,
+    run,
+    start,
+)
+
+pytestmark = pytest.mark.slow  # starts processes
 
 STEPS = 6
 OVERRIDES = [*TINY, *loop(STEPS)]
@@ -24,8 +36,11 @@ JOIN_S = 30  # --join-timeout of the processes these tests stop
 
 
 def processes(count, coordinator, process_id, timeout=None):
-    flags = [f"--coordinator={coordinator}", f"--num-processes={count}",
-             f"--process-id={process_id}"]
+    flags = [
+        f"--coordinator={coordinator}",
+        f"--num-processes={count}",
+        f"--process-id={process_id}",
+    ]
     return flags + ([f"--join-timeout={timeout}"] if timeout else [])
 
 
@@ -33,12 +48,22 @@ def error_lines(err):
     return [line for line in err.splitlines() if line.startswith("error:")]
 
 
-def test_two_processes_match_two_devices_and_only_process_0_writes(listops_dir, tmp_path,
-                                                                    jax_env):
+def test_two_processes_match_two_devices_and_only_process_0_writes(listops_dir, tmp_path, jax_env):
     coordinator = f"127.0.0.1:{free_port()}"
-    workers = [start(DRIVER + [tmp_path / f"weights{index}.npz"] + cli_args(
-        listops_dir, tmp_path / f"run{index}", OVERRIDES,
-        extra=processes(2, coordinator, index)), env=jax_env) for index in range(2)]
+    workers = [
+        start(
+            DRIVER
+            + [tmp_path / f"weights{index}.npz"]
+            + cli_args(
+                listops_dir,
+                tmp_path / f"run{index}",
+                OVERRIDES,
+                extra=processes(2, coordinator, index),
+            ),
+            env=jax_env,
+        )
+        for index in range(2)
+    ]
     results = [finish(worker) for worker in workers]
     for code, _, err in results:
         assert code == 0, err[-3000:]
@@ -52,17 +77,23 @@ def test_two_processes_match_two_devices_and_only_process_0_writes(listops_dir, 
     assert not (tmp_path / "run1").exists()
 
     devices = tmp_path / "devices"
-    code, _, err = run(TRAIN + cli_args(listops_dir, devices, OVERRIDES,
-                                        extra=["--strategy=mirrored", "--cpu_devices=2"]),
-                       env=jax_env)
+    code, _, err = run(
+        TRAIN
+        + cli_args(
+            listops_dir, devices, OVERRIDES, extra=["--strategy=mirrored", "--cpu_devices=2"]
+        ),
+        env=jax_env,
+    )
     assert code == 0, err[-3000:]
     for split in ("train", "validation"):
         expected = read_scalars(devices / split)["loss"]
         actual = read_scalars(tmp_path / "run0" / split)["loss"]
         assert actual.keys() == expected.keys() and len(actual) == (
-            STEPS if split == "train" else 1)
-        np.testing.assert_allclose([actual[s] for s in sorted(actual)],
-                                   [expected[s] for s in sorted(expected)], atol=1e-4)
+            STEPS if split == "train" else 1
+        )
+        np.testing.assert_allclose(
+            [actual[s] for s in sorted(actual)], [expected[s] for s in sorted(expected)], atol=1e-4
+        )
 
 
 def test_two_processes_resume_from_process_0s_checkpoint(listops_dir, tmp_path, jax_env):
@@ -73,9 +104,20 @@ def test_two_processes_resume_from_process_0s_checkpoint(listops_dir, tmp_path, 
     assert code == 0, err[-3000:]
     coordinator = f"127.0.0.1:{free_port()}"
     more = [*TINY, *loop(STEPS, checkpoint_every=3)]
-    workers = [start(DRIVER + [tmp_path / f"weights{index}.npz"] + cli_args(
-        listops_dir, resumed if index == 0 else tmp_path / "elsewhere", more,
-        extra=processes(2, coordinator, index)), env=jax_env) for index in range(2)]
+    workers = [
+        start(
+            DRIVER
+            + [tmp_path / f"weights{index}.npz"]
+            + cli_args(
+                listops_dir,
+                resumed if index == 0 else tmp_path / "elsewhere",
+                more,
+                extra=processes(2, coordinator, index),
+            ),
+            env=jax_env,
+        )
+        for index in range(2)
+    ]
     results = [finish(worker) for worker in workers]
     for code, _, err in results:
         assert code == 0, err[-3000:]
@@ -90,10 +132,19 @@ def start_training(listops_dir, tmp_path, ids, count=2):
     first reports a step."""
     coordinator = f"127.0.0.1:{free_port()}"
     long_run = [*TINY, *loop(100_000, checkpoint_every=100_000)]
-    workers = [start(TRAIN + cli_args(listops_dir, tmp_path / f"run{number}", long_run,
-                                      extra=processes(count, coordinator, index, JOIN_S)),
-                     env={"KERAS_BACKEND": "jax", "ARENA_TF_PROGRESS_EVERY": "0.5"})
-               for number, index in enumerate(ids)]
+    workers = [
+        start(
+            TRAIN
+            + cli_args(
+                listops_dir,
+                tmp_path / f"run{number}",
+                long_run,
+                extra=processes(count, coordinator, index, JOIN_S),
+            ),
+            env={"KERAS_BACKEND": "jax", "ARENA_TF_PROGRESS_EVERY": "0.5"},
+        )
+        for number, index in enumerate(ids)
+    ]
     for line in workers[0].stdout:  # training has begun, or the process ended
         if line.startswith("step "):
             break
@@ -134,24 +185,42 @@ def test_two_processes_with_one_id_end_through_jax(listops_dir, tmp_path):
 
 
 def test_a_coordinator_that_never_answers_ends_in_one_line(listops_dir, tmp_path, jax_env):
-    code, out, err = run(TRAIN + cli_args(listops_dir, tmp_path / "run", OVERRIDES, extra=processes(
-        2, f"127.0.0.1:{free_port()}", 1, timeout=5)), env=jax_env, timeout=BOUNDED_S)
+    code, out, err = run(
+        TRAIN
+        + cli_args(
+            listops_dir,
+            tmp_path / "run",
+            OVERRIDES,
+            extra=processes(2, f"127.0.0.1:{free_port()}", 1, timeout=5),
+        ),
+        env=jax_env,
+        timeout=BOUNDED_S,
+    )
     assert code == 2, err[-3000:]
-    assert error_lines(err) == [next(line for line in err.splitlines()
-                                     if "did not all join within 5 s" in line)], err[-3000:]
+    assert error_lines(err) == [
+        next(line for line in err.splitlines() if "did not all join within 5 s" in line)
+    ], err[-3000:]
     assert "Check failure" not in err
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("flags, expected", [
-    (["--coordinator=127.0.0.1:1234", "--num-processes=2", "--process-id=2"], "--process-id=2 with --num-processes=2; expected "
-                                              "a process id from 0 to 1"),
-    (["--num-processes=2", "--process-id=0"], "--coordinator is missing"),
-    (["--coordinator=localhost", "--num-processes=2", "--process-id=0"],
-     "expected host:port of process 0"),
-])
-def test_an_inconsistent_cluster_is_one_line_before_any_wait(listops_dir, tmp_path, capsys,
-                                                             flags, expected):
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (
+            ["--coordinator=127.0.0.1:1234", "--num-processes=2", "--process-id=2"],
+            "--process-id=2 with --num-processes=2; expected a process id from 0 to 1",
+        ),
+        (["--num-processes=2", "--process-id=0"], "--coordinator is missing"),
+        (
+            ["--coordinator=localhost", "--num-processes=2", "--process-id=0"],
+            "expected host:port of process 0",
+        ),
+    ],
+)
+def test_an_inconsistent_cluster_is_one_line_before_any_wait(
+    listops_dir, tmp_path, capsys, flags, expected
+):
     code = train.main(cli_args(listops_dir, tmp_path / "run", OVERRIDES, extra=flags))
     err = capsys.readouterr().err
     assert code == 2
@@ -161,21 +230,32 @@ def test_an_inconsistent_cluster_is_one_line_before_any_wait(listops_dir, tmp_pa
 def test_a_batch_the_processes_cannot_share_is_one_line(listops_dir, tmp_path, jax_env):
     coordinator = f"127.0.0.1:{free_port()}"
     odd = [*OVERRIDES, "train.batch_size=33"]
-    workers = [start(TRAIN + cli_args(listops_dir, tmp_path / f"run{index}", odd,
-                                      extra=processes(2, coordinator, index)), env=jax_env)
-               for index in range(2)]
+    workers = [
+        start(
+            TRAIN
+            + cli_args(
+                listops_dir, tmp_path / f"run{index}", odd, extra=processes(2, coordinator, index)
+            ),
+            env=jax_env,
+        )
+        for index in range(2)
+    ]
     for worker in workers:
         code, _, err = finish(worker, timeout=BOUNDED_S)
         assert code == 2
         assert error_lines(err) == [
             "error: train.batch_size=33 does not split over 2 replicas; expected a batch size "
             "divisible by the number of replicas; change train.batch_size, --cpu-devices or "
-            "--num-processes"], err[-3000:]
+            "--num-processes"
+        ], err[-3000:]
 
 
 def test_the_cluster_comes_from_keras_variables_where_flags_are_missing():
-    environ = {"KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234,10.0.0.2:2345",
-               "KERAS_DISTRIBUTION_NUM_PROCESSES": "2", "KERAS_DISTRIBUTION_PROCESS_ID": "1"}
+    environ = {
+        "KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234,10.0.0.2:2345",
+        "KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
+        "KERAS_DISTRIBUTION_PROCESS_ID": "1",
+    }
     assert Cluster.named(environ=environ) == Cluster("10.0.0.1:1234", 2, 1)
     assert Cluster.named(process_id=0, environ=environ) == Cluster("10.0.0.1:1234", 2, 0)
     with pytest.raises(StrategyError, match="KERAS_DISTRIBUTION_NUM_PROCESSES"):

@@ -41,7 +41,7 @@ def float64_inputs(length=12, width=6, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(2, length, width))
     mask = np.ones((2, length), bool)
-    mask[1, length - 4:] = False
+    mask[1, length - 4 :] = False
     return x, mask
 
 

@@ -19,10 +19,12 @@ pytestmark = pytest.mark.float64
 
 WIDTH, HEADS, HEAD_DIM, LENGTH = 6, 2, 3, 12
 RECURRENCES = {"s4d": s4d_recurrence, "s5": s5_recurrence}
-PARAMS = {"s4d": {"state_size": 8, "dt_min": 0.01, "dt_max": 0.5},
-          "s5": {"state_size": 8, "dt_min": 0.01, "dt_max": 0.5},
-          "mega": {"ema_dim": 4, "chunk_size": LENGTH},
-          "linformer": {"projected_length": 4}}
+PARAMS = {
+    "s4d": {"state_size": 8, "dt_min": 0.01, "dt_max": 0.5},
+    "s5": {"state_size": 8, "dt_min": 0.01, "dt_max": 0.5},
+    "mega": {"ema_dim": 4, "chunk_size": LENGTH},
+    "linformer": {"projected_length": 4},
+}
 
 
 def layer_norm(norm, x):
@@ -72,18 +74,32 @@ def transformer_block(block, x, mask):
 
 
 def make(layout, mechanism):
-    block = BLOCKS[layout](mechanism, PARAMS[mechanism], HEADS, HEAD_DIM, mlp_dim=8, dropout=0.0,
-                           attention_dropout=0.0, max_len=LENGTH, dtype="float64")
+    block = BLOCKS[layout](
+        mechanism,
+        PARAMS[mechanism],
+        HEADS,
+        HEAD_DIM,
+        mlp_dim=8,
+        dropout=0.0,
+        attention_dropout=0.0,
+        max_len=LENGTH,
+        dtype="float64",
+    )
     block.build((2, LENGTH, WIDTH))
     return block
 
 
 # Keras' LayerNormalization computes in float32 under JAX, float64 layer or not.
 NORMED = 1e-10 if keras.backend.backend() == "tensorflow" else 1e-5
-CASES = [("s4", "s4d", s4_block, NORMED), ("s4", "s5", s4_block, NORMED),
-         ("s5", "s5", s5_block, NORMED), ("s5", "s4d", s5_block, NORMED),
-         # the attention's softmax is float32 inside the layer, as in every mechanism
-         ("mega", "mega", mega_block, 1e-6), ("transformer", "linformer", transformer_block, NORMED)]
+CASES = [
+    ("s4", "s4d", s4_block, NORMED),
+    ("s4", "s5", s4_block, NORMED),
+    ("s5", "s5", s5_block, NORMED),
+    ("s5", "s4d", s5_block, NORMED),
+    # the attention's softmax is float32 inside the layer, as in every mechanism
+    ("mega", "mega", mega_block, 1e-6),
+    ("transformer", "linformer", transformer_block, NORMED),
+]
 
 
 @pytest.mark.parametrize("layout, mechanism, oracle, atol", CASES)
@@ -103,13 +119,27 @@ def test_padded_positions_change_no_real_output(layout, mechanism):
 
 @pytest.mark.parametrize("layout, mechanism", [case[:2] for case in CASES])
 def test_a_classifier_reads_the_same_features_whatever_padding_follows(layout, mechanism):
-    config = ModelConfig(attention=mechanism, attention_params=PARAMS[mechanism], block=layout,
-                         num_layers=2, num_heads=HEADS, emb_dim=WIDTH, qkv_dim=4, mlp_dim=8,
-                         dropout=0.0, attention_dropout=0.0, max_len=LENGTH, vocab_size=10,
-                         pooling="mean", position_embedding="none")
+    config = ModelConfig(
+        attention=mechanism,
+        attention_params=PARAMS[mechanism],
+        block=layout,
+        num_layers=2,
+        num_heads=HEADS,
+        emb_dim=WIDTH,
+        qkv_dim=4,
+        mlp_dim=8,
+        dropout=0.0,
+        attention_dropout=0.0,
+        max_len=LENGTH,
+        vocab_size=10,
+        pooling="mean",
+        position_embedding="none",
+    )
     encoder = Encoder(config)
-    assert [block.attention.channels for block in encoder.blocks if layout in ("s4", "s5")] \
-        in ([], [WIDTH, WIDTH])  # the residual stream's channels, whatever qkv_dim says
+    assert [block.attention.channels for block in encoder.blocks if layout in ("s4", "s5")] in (
+        [],
+        [WIDTH, WIDTH],
+    )  # the residual stream's channels, whatever qkv_dim says
     tokens = np.random.default_rng(2).integers(1, 10, size=(2, LENGTH - 4))
     padded = np.pad(tokens, [[0, 0], [0, 4]])
     np.testing.assert_allclose(encoder(padded), encoder(tokens), atol=1e-5)
@@ -124,5 +154,13 @@ def test_a_layout_refuses_a_mechanism_it_cannot_hold():
 
 def test_attention_params_cannot_undo_the_layout():
     with pytest.raises(ValueError, match="sets output_gate, which the 's4' block sets itself"):
-        BLOCKS["s4"]("s4d", {"output_gate": "none"}, HEADS, HEAD_DIM, mlp_dim=8, dropout=0.0,
-                     attention_dropout=0.0, max_len=LENGTH)
+        BLOCKS["s4"](
+            "s4d",
+            {"output_gate": "none"},
+            HEADS,
+            HEAD_DIM,
+            mlp_dim=8,
+            dropout=0.0,
+            attention_dropout=0.0,
+            max_len=LENGTH,
+        )

@@ -2,19 +2,18 @@
 outputs and the gradients of q, k and v, with padded keys, lengths that are not a multiple of the
 block, one block or many, and a sequence without any real key."""
 
+import keras
 import numpy as np
 import pytest
-
-import keras
 from keras import ops
 
 from arena_tf.layers.blockwise import blockwise_attention
 from tests.layers.gradients import gradients
 
 CASES = [  # (batch, heads, queries, keys, width, block)
-    (2, 2, 37, 37, 8, 8),     # keys not a multiple of the block
-    (1, 3, 16, 16, 4, 16),    # one block
-    (2, 1, 5, 29, 6, 4),      # fewer queries than keys, many blocks
+    (2, 2, 37, 37, 8, 8),  # keys not a multiple of the block
+    (1, 3, 16, 16, 4, 16),  # one block
+    (2, 1, 5, 29, 6, 4),  # fewer queries than keys, many blocks
 ]
 
 
@@ -32,7 +31,7 @@ def inputs(batch, heads, queries, keys, width, seed=0):
     q = rng.normal(size=(batch, heads, queries, width))
     k, v = (rng.normal(size=(batch, heads, keys, width)) for _ in range(2))
     mask = np.ones((batch, keys), bool)
-    mask[-1, keys * 2 // 3:] = False  # the last sequence is padded
+    mask[-1, keys * 2 // 3 :] = False  # the last sequence is padded
     return q, k, v, mask
 
 
@@ -40,17 +39,24 @@ def inputs(batch, heads, queries, keys, width, seed=0):
 def test_output_equals_dense_attention(case):
     *shape, block = case
     q, k, v, mask = inputs(*shape)
-    out = blockwise_attention(*(ops.convert_to_tensor(x, "float32") for x in (q, k, v)),
-                              ops.convert_to_tensor(mask), block_size=block)
+    out = blockwise_attention(
+        *(ops.convert_to_tensor(x, "float32") for x in (q, k, v)),
+        ops.convert_to_tensor(mask),
+        block_size=block,
+    )
     np.testing.assert_allclose(ops.convert_to_numpy(out), dense(q, k, v, mask), atol=2e-6)
 
 
 def test_a_sequence_without_real_keys_gets_zeros():
     q, k, v, mask = inputs(2, 1, 6, 10, 4)
     mask[0] = False
-    out = ops.convert_to_numpy(blockwise_attention(
-        *(ops.convert_to_tensor(x, "float32") for x in (q, k, v)), ops.convert_to_tensor(mask),
-        block_size=4))
+    out = ops.convert_to_numpy(
+        blockwise_attention(
+            *(ops.convert_to_tensor(x, "float32") for x in (q, k, v)),
+            ops.convert_to_tensor(mask),
+            block_size=4,
+        )
+    )
     np.testing.assert_array_equal(out[0], 0)
     np.testing.assert_allclose(out[1], dense(q, k, v, mask)[1], atol=2e-6)
 
@@ -72,6 +78,7 @@ def test_gradients_equal_dense_attention(case):
 
     def grads(attention, dtype):
         variables = [keras.Variable(x, dtype=dtype) for x in (q, k, v)]
+
         def loss():  # the variables read first: the layer hands the function tensors
             values = [ops.add(variable, 0) for variable in variables]
             return ops.sum(ops.cast(attention(*values), dtype) * w)
@@ -89,8 +96,9 @@ def full_layers(**kwargs):
     import arena_tf.layers as layers
 
     dense_layer = layers.get("full", num_heads=2, head_dim=4, blockwise_from=None, **kwargs)
-    blockwise_layer = layers.get("full", num_heads=2, head_dim=4, blockwise_from=0, block_size=4,
-                                 **kwargs)
+    blockwise_layer = layers.get(
+        "full", num_heads=2, head_dim=4, blockwise_from=0, block_size=4, **kwargs
+    )
     x = np.random.default_rng(3).normal(size=(2, 11, 8)).astype("float32")
     dense_layer(x), blockwise_layer(x)
     blockwise_layer.set_weights(dense_layer.get_weights())
@@ -104,8 +112,10 @@ def test_the_full_layer_in_blockwise_form_equals_its_dense_form_with_gradients()
     assert blockwise_layer.blockwise(11, training=True) and not dense_layer.blockwise(11, True)
     outputs = [layer(x, mask=mask) for layer in (dense_layer, blockwise_layer)]
     np.testing.assert_allclose(*(ops.convert_to_numpy(o)[mask] for o in outputs), atol=2e-6)
-    grads = [gradients(lambda layer=layer: ops.sum(layer(x, mask=mask) ** 2),
-                       layer.trainable_weights) for layer in (dense_layer, blockwise_layer)]
+    grads = [
+        gradients(lambda layer=layer: ops.sum(layer(x, mask=mask) ** 2), layer.trainable_weights)
+        for layer in (dense_layer, blockwise_layer)
+    ]
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, atol=2e-5)
 

@@ -7,15 +7,22 @@ has the compute dtype and every float weight stays float32. Keras has no public 
 harness, so it comes from `keras.src.testing`.
 """
 
+import keras
 import numpy as np
 import pytest
-
-import keras
 from keras.src.testing import TestCase
 
 import arena_tf.layers as layers
-from tests.layers.test_mechanism_contract import HEAD_DIM, HEADS, LENGTH, MECHANISMS, WIDTH
-from tests.layers.test_mechanism_contract import SMALL_PARAMS, inputs, make
+from tests.layers.test_mechanism_contract import (
+    HEAD_DIM,
+    HEADS,
+    LENGTH,
+    MECHANISMS,
+    SMALL_PARAMS,
+    WIDTH,
+    inputs,
+    make,
+)
 
 MIXED = "mixed_float16"
 

@@ -3,10 +3,9 @@
 included), and the mechanisms that take it give the hand path's outputs and weight gradients;
 and the selection rule picks it only where the device and dtype have one and no dropout acts."""
 
+import keras
 import numpy as np
 import pytest
-
-import keras
 from keras import ops
 
 import arena_tf.layers as layers
@@ -44,8 +43,12 @@ def test_fused_kernel_equals_the_dense_formula_with_gradients(shape, masked):
 
 
 CASES = {  # mechanism: parameters at 24 tokens (blocks of 8, so every path has several blocks)
-    "full": {}, "local": {"block_size": 8}, "bigbird": {"block_size": 4, "num_random_blocks": 1},
-    "longformer": {"window": 8}, "linformer": {}, "full[blockwise]": {"blockwise_from": 0},
+    "full": {},
+    "local": {"block_size": 8},
+    "bigbird": {"block_size": 4, "num_random_blocks": 1},
+    "longformer": {"window": 8},
+    "linformer": {},
+    "full[blockwise]": {"blockwise_from": 0},
 }
 
 
@@ -53,8 +56,9 @@ CASES = {  # mechanism: parameters at 24 tokens (blocks of 8, so every path has 
 def test_mechanisms_give_the_same_outputs_and_gradients_fused_or_by_hand(case, monkeypatch):
     calls = []
     fused_attention = kernels.fused_attention
-    monkeypatch.setattr(kernels, "fused_attention", lambda *a: calls.append(1) or
-                        fused_attention(*a))
+    monkeypatch.setattr(
+        kernels, "fused_attention", lambda *a: calls.append(1) or fused_attention(*a)
+    )
     name = case.split("[")[0]
     layer = layers.get(name, num_heads=2, head_dim=8, max_len=24, **CASES[case])
     rng = np.random.default_rng(3)
@@ -65,8 +69,9 @@ def test_mechanisms_give_the_same_outputs_and_gradients_fused_or_by_hand(case, m
     def run(kernel):
         with kernels.forced(kernel):
             out = ops.convert_to_numpy(layer(x, mask=mask, training=True))
-            grads = gradients(lambda: ops.sum(layer(x, mask=mask, training=True) ** 2),
-                              layer.trainable_weights)
+            grads = gradients(
+                lambda: ops.sum(layer(x, mask=mask, training=True) ** 2), layer.trainable_weights
+            )
         return out, grads
 
     fused, fused_grads = run(kernels.FUSED)
@@ -106,14 +111,14 @@ def test_on_cpu_the_rule_keeps_the_hand_written_backward(monkeypatch):
 
 
 def test_full_names_the_kernel_it_takes(gpu):
-    long = layers.get("full", num_heads=2, head_dim=64, blockwise_from=8192,
-                      dtype="mixed_bfloat16")
+    long = layers.get("full", num_heads=2, head_dim=64, blockwise_from=8192, dtype="mixed_bfloat16")
     assert long.attention_kernel(16384) == kernels.FUSED  # fused, not blockwise, at 16K
     assert long.attention_kernel(16384, training=False) == kernels.FUSED
     plain = layers.get("full", num_heads=2, head_dim=64, blockwise_from=8192)
     assert plain.attention_kernel(16384) == kernels.BLOCKWISE  # float32: no fused kernel
     assert plain.attention_kernel(1024) == kernels.HAND
-    dropped = layers.get("full", num_heads=2, head_dim=64, attention_dropout=0.1,
-                         dtype="mixed_bfloat16")
+    dropped = layers.get(
+        "full", num_heads=2, head_dim=64, attention_dropout=0.1, dtype="mixed_bfloat16"
+    )
     assert dropped.attention_kernel(1024, training=True) == kernels.DROPOUT
     assert dropped.attention_kernel(1024, training=False) == kernels.FUSED

@@ -38,8 +38,9 @@ def numpy_linformer(layer, x, mask):
 def test_identity_projections_of_full_length_equal_full_attention():
     length = 10
     x, mask = inputs(length)
-    layer = layers.get("linformer", num_heads=HEADS, head_dim=HEAD_DIM, max_len=length,
-                       projected_length=length)
+    layer = layers.get(
+        "linformer", num_heads=HEADS, head_dim=HEAD_DIM, max_len=length, projected_length=length
+    )
     layer(x, mask=mask)
     layer.length_projections[0].assign(np.eye(length, dtype="float32")[None])
     got = np.asarray(layer(x, mask=mask))
@@ -50,8 +51,15 @@ def test_identity_projections_of_full_length_equal_full_attention():
 @pytest.mark.parametrize("share_heads", [True, False])
 def test_equals_numpy_projection_formula_with_padding(share_kv, share_heads):
     x, mask = inputs(length=12, padded_from=7)
-    layer = layers.get("linformer", num_heads=HEADS, head_dim=HEAD_DIM, max_len=20,
-                       projected_length=5, share_kv=share_kv, share_heads=share_heads)
+    layer = layers.get(
+        "linformer",
+        num_heads=HEADS,
+        head_dim=HEAD_DIM,
+        max_len=20,
+        projected_length=5,
+        share_kv=share_kv,
+        share_heads=share_heads,
+    )
     got = np.asarray(layer(x, mask=mask))
     np.testing.assert_allclose(got, numpy_linformer(layer, x, mask), atol=1e-5)
 
@@ -66,8 +74,15 @@ def test_equals_numpy_projection_formula_with_padding(share_kv, share_heads):
     ],
 )
 def test_sharing_options_set_the_number_and_shape_of_projections(share_kv, share_heads, shapes):
-    layer = layers.get("linformer", num_heads=HEADS, head_dim=HEAD_DIM, max_len=20,
-                       projected_length=5, share_kv=share_kv, share_heads=share_heads)
+    layer = layers.get(
+        "linformer",
+        num_heads=HEADS,
+        head_dim=HEAD_DIM,
+        max_len=20,
+        projected_length=5,
+        share_kv=share_kv,
+        share_heads=share_heads,
+    )
     layer(*inputs(length=8))
     assert [tuple(w.shape) for w in layer.length_projections] == shapes
 

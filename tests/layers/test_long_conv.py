@@ -13,8 +13,12 @@ pytestmark = pytest.mark.float64
 
 def numpy_causal(u, kernel):
     length = u.shape[1]
-    return np.stack([np.stack([np.convolve(u[b, :, c], kernel[c])[:length]
-                               for c in range(u.shape[2])], -1) for b in range(u.shape[0])])
+    return np.stack(
+        [
+            np.stack([np.convolve(u[b, :, c], kernel[c])[:length] for c in range(u.shape[2])], -1)
+            for b in range(u.shape[0])
+        ]
+    )
 
 
 def example(length=19, channels=3, seed=0):
@@ -46,8 +50,10 @@ def test_export_form_is_only_inside_its_block():
 
 def test_fft_and_direct_gradients_agree():
     u, kernel = (keras.Variable(a, dtype="float64") for a in example(length=11))
-    grads = [gradients(sin_loss(lambda conv=conv: conv(u, kernel)), [u, kernel])
-             for conv in (long_conv.fft_conv, long_conv.direct_conv)]
+    grads = [
+        gradients(sin_loss(lambda conv=conv: conv(u, kernel)), [u, kernel])
+        for conv in (long_conv.fft_conv, long_conv.direct_conv)
+    ]
     for fft_grad, direct_grad in zip(*grads):
         np.testing.assert_allclose(fft_grad, direct_grad, atol=1e-10)
 

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 import arena_tf.layers as layers
-from tests.layers.attention_oracles import reference
-from tests.layers.attention_oracles import assert_equals_full, padded_inputs
+from tests.layers.attention_oracles import assert_equals_full, padded_inputs, reference
 
 
 def window_and_global_pattern(length, window, global_positions):

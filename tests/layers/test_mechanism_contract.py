@@ -5,10 +5,9 @@ batch and length under `tf.function` (TensorFlow only), padding invariance, and 
 bad input.
 """
 
+import keras
 import numpy as np
 import pytest
-
-import keras
 
 import arena_tf.layers as layers
 from arena_tf.layers.base import DEFAULT_MAX_LEN
@@ -176,8 +175,11 @@ LENGTH_SIZED = {"linformer", "synthesizer", "bigbird"}  # weights with max_len i
 
 
 def test_only_mechanisms_with_length_sized_weights_have_a_length_limit():
-    assert {name for name in MECHANISMS if layers.get(name, num_heads=HEADS,
-            head_dim=HEAD_DIM).length_sized} == LENGTH_SIZED
+    assert {
+        name
+        for name in MECHANISMS
+        if layers.get(name, num_heads=HEADS, head_dim=HEAD_DIM).length_sized
+    } == LENGTH_SIZED
 
 
 @pytest.mark.parametrize("name", sorted(set(MECHANISMS) - LENGTH_SIZED))
@@ -206,6 +208,7 @@ def test_length_sized_weights_keep_max_len_and_the_error_names_what_it_sizes(nam
     layer = layers.get(name, num_heads=HEADS, head_dim=HEAD_DIM, **SMALL_PARAMS[name])
     assert layer.max_len == DEFAULT_MAX_LEN
     x, _ = inputs(length=LENGTH + 3)
-    with pytest.raises(ValueError, match=f"exceeds max_len={LENGTH}, the length its "
-                                         f"{layer.length_sized[:10]}"):
+    with pytest.raises(
+        ValueError, match=f"exceeds max_len={LENGTH}, the length its {layer.length_sized[:10]}"
+    ):
         make(name)(x)

@@ -21,14 +21,16 @@ def ema_step_by_step(layer, x):
     """h_t = alpha beta x_t + (1 - alpha delta) h_{t-1} per (dimension, expansion), y = eta h /
     sqrt(n) summed over the expansion, + omega x; backwards too when bidirectional; then silu."""
     alpha, delta = ops.sigmoid(layer.alpha_logit), ops.sigmoid(layer.delta_logit)
-    scale = layer.ema_dim ** -0.5
+    scale = layer.ema_dim**-0.5
     y = x * layer.omega
     for direction in range(alpha.shape[0]):
         sequence = x if direction == 0 else ops.flip(x, axis=1)
         h, outputs = 0.0, []
         for t in range(sequence.shape[1]):
-            h = (alpha[direction] * layer.beta[direction] * sequence[:, t, :, None]
-                 + (1 - alpha[direction] * delta[direction]) * h)
+            h = (
+                alpha[direction] * layer.beta[direction] * sequence[:, t, :, None]
+                + (1 - alpha[direction] * delta[direction]) * h
+            )
             outputs.append(scale * ops.sum(layer.eta[direction] * h, axis=-1))
         out = ops.stack(outputs, axis=1)
         y = y + (out if direction == 0 else ops.flip(out, axis=1))
@@ -48,8 +50,7 @@ def mega_by_definition(layer, x, mask):
     v = ops.silu(layer.value_dense(x))
     length = x.shape[1]
     offsets = np.arange(length)[:, None] - np.arange(length)[None, :] + layer.chunk - 1
-    logits = (ops.einsum("bqd,bkd->bqk", q, k) * z_dim**-0.5
-              + ops.take(layer.position_bias, offsets))
+    logits = ops.einsum("bqd,bkd->bqk", q, k) * z_dim**-0.5 + ops.take(layer.position_bias, offsets)
     earlier = np.tril(np.ones((length, length), bool)) if layer.causal else True
     allowed = mask[:, None, :] & earlier
     logits = ops.where(allowed, logits, -1e9)
@@ -60,8 +61,16 @@ def mega_by_definition(layer, x, mask):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_mega_equals_its_definition_when_the_chunk_covers_the_sequence(causal):
-    layer = layers.get("mega", num_heads=2, head_dim=3, ema_dim=4, chunk_size=12, max_len=12,
-                       causal=causal, dtype="float64")
+    layer = layers.get(
+        "mega",
+        num_heads=2,
+        head_dim=3,
+        ema_dim=4,
+        chunk_size=12,
+        max_len=12,
+        causal=causal,
+        dtype="float64",
+    )
     x, mask = float64_inputs(length=12, width=WIDTH)
     # the attention's softmax is float32 inside the layer, as in every mechanism
     assert_same_values_and_gradients(layer, mega_by_definition, x, mask, atol=1e-6)
@@ -97,8 +106,9 @@ def test_chunks_attend_within_their_chunk_only():
 
 
 def test_export_form_equals_the_fft_form():
-    layer = layers.get("mega", num_heads=2, head_dim=3, ema_dim=4, chunk_size=8, max_len=30,
-                       dtype="float64")
+    layer = layers.get(
+        "mega", num_heads=2, head_dim=3, ema_dim=4, chunk_size=8, max_len=30, dtype="float64"
+    )
     x, mask = float64_inputs(length=30, width=WIDTH)
     fft = layer(x, mask=mask)
     with long_conv.export_form():

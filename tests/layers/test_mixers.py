@@ -9,15 +9,25 @@ import arena_tf.layers as layers
 
 pytestmark = pytest.mark.float64
 
-MIXERS = {"s4d": {"state_size": 8}, "s5": {"state_size": 8},
-          "mega": {"ema_dim": 4, "chunk_size": 8}}
+MIXERS = {
+    "s4d": {"state_size": 8},
+    "s5": {"state_size": 8},
+    "mega": {"ema_dim": 4, "chunk_size": 8},
+}
 LENGTH = 40
 
 
 def make(name, causal):
     # float64: the FFT's rounding (about 1e-7 of the output in float32) stays below 1e-12
-    return layers.get(name, num_heads=2, head_dim=4, max_len=LENGTH, causal=causal,
-                      dtype="float64", **MIXERS[name])
+    return layers.get(
+        name,
+        num_heads=2,
+        head_dim=4,
+        max_len=LENGTH,
+        causal=causal,
+        dtype="float64",
+        **MIXERS[name],
+    )
 
 
 def change_at(layer, position):

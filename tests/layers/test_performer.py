@@ -8,10 +8,9 @@ that this is far below the error of uniform attention (0.40), so a layer that ig
 could not pass.
 """
 
+import keras
 import numpy as np
 import pytest
-
-import keras
 
 import arena_tf.layers as layers
 from tests.layers.attention_oracles import output_projection, projections, reference
@@ -184,9 +183,13 @@ def random_ops(layer, training):
 
     x, mask = inputs()
     layer(x, mask=mask)
-    graph = tf.function(lambda x, m: layer(x, mask=m, training=training)).get_concrete_function(
-        tf.TensorSpec([None, None, WIDTH]), tf.TensorSpec([None, None], tf.bool)
-    ).graph
+    graph = (
+        tf.function(lambda x, m: layer(x, mask=m, training=training))
+        .get_concrete_function(
+            tf.TensorSpec([None, None, WIDTH]), tf.TensorSpec([None, None], tf.bool)
+        )
+        .graph
+    )
     return [op.type for op in graph.get_operations() if "Random" in op.type]
 
 

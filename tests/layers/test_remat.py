@@ -6,7 +6,6 @@ performer's redrawn features)."""
 
 import numpy as np
 import pytest
-
 from keras import ops
 
 from arena_tf.blocks import TransformerBlock
@@ -15,13 +14,26 @@ from tests.layers.gradients import gradients
 
 BATCH, LENGTH, HEADS, HEAD_DIM = 2, 16, 2, 8
 MECHANISMS = {  # name: parameters that give it a random draw of its own where it has one
-    "full": {}, "sinkhorn": {"block_size": 4}, "performer": {"redraw": True}, "mega": {},
+    "full": {},
+    "sinkhorn": {"block_size": 4},
+    "performer": {"redraw": True},
+    "mega": {},
 }
 
 
 def block(name, remat):
-    layer = TransformerBlock(name, MECHANISMS[name], HEADS, HEAD_DIM, mlp_dim=32, dropout=0.3,
-                             attention_dropout=0.3, max_len=LENGTH, seed=3, remat=remat)
+    layer = TransformerBlock(
+        name,
+        MECHANISMS[name],
+        HEADS,
+        HEAD_DIM,
+        mlp_dim=32,
+        dropout=0.3,
+        attention_dropout=0.3,
+        max_len=LENGTH,
+        seed=3,
+        remat=remat,
+    )
     layer.build((BATCH, LENGTH, HEADS * HEAD_DIM))
     return layer
 
@@ -71,5 +83,6 @@ def test_a_remat_block_infers_like_the_stored_one():
     mask = np.ones((BATCH, LENGTH), bool)
     stored, recomputed = block("full", remat=False), block("full", remat=True)
     recomputed.set_weights(stored.get_weights())
-    np.testing.assert_array_equal(ops.convert_to_numpy(recomputed(x, mask=mask)),
-                                  ops.convert_to_numpy(stored(x, mask=mask)))
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(recomputed(x, mask=mask)), ops.convert_to_numpy(stored(x, mask=mask))
+    )

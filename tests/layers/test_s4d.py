@@ -7,8 +7,12 @@ from keras import ops
 import arena_tf.layers as layers
 from arena_tf.layers import long_conv
 from tests.layers.state_space_oracles import (
-    as_complex, assert_same_values_and_gradients, diagonal_recurrence, float64_inputs,
-    mixer_input, mixer_output,
+    as_complex,
+    assert_same_values_and_gradients,
+    diagonal_recurrence,
+    float64_inputs,
+    mixer_input,
+    mixer_output,
 )
 
 pytestmark = pytest.mark.float64
@@ -39,8 +43,17 @@ def s4d_recurrence(layer, u):
 @pytest.mark.parametrize("init", ["lin", "inv"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_s4d_equals_its_recurrence(init, causal):
-    layer = layers.get("s4d", num_heads=2, head_dim=3, state_size=8, init=init, causal=causal,
-                       dt_min=0.01, dt_max=0.5, dtype="float64")
+    layer = layers.get(
+        "s4d",
+        num_heads=2,
+        head_dim=3,
+        state_size=8,
+        init=init,
+        causal=causal,
+        dt_min=0.01,
+        dt_max=0.5,
+        dtype="float64",
+    )
     x, mask = float64_inputs()
     assert_same_values_and_gradients(layer, s4d_step_by_step, x, mask)
 
@@ -65,11 +78,14 @@ def test_initial_eigenvalues_are_the_papers():
     np.testing.assert_allclose(inv.a_imag[0], inverse, rtol=1e-6)
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"state_size": 7}, r"state_size=7 is invalid; expected an even positive integer"),
-    ({"init": "legs"}, r"init='legs' is invalid; expected one of 'lin', 'inv'"),
-    ({"dt_min": 0.2, "dt_max": 0.1}, r"dt_max=0.1 is invalid; expected a number >= dt_min=0.2"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"state_size": 7}, r"state_size=7 is invalid; expected an even positive integer"),
+        ({"init": "legs"}, r"init='legs' is invalid; expected one of 'lin', 'inv'"),
+        ({"dt_min": 0.2, "dt_max": 0.1}, r"dt_max=0.1 is invalid; expected a number >= dt_min=0.2"),
+    ],
+)
 def test_bad_parameters_are_one_clear_error(params, message):
     with pytest.raises(ValueError, match=message):
         layers.get("s4d", num_heads=1, head_dim=2, **params)

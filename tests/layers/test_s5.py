@@ -9,8 +9,13 @@ import arena_tf.layers as layers
 from arena_tf.layers import long_conv, s5
 from arena_tf.layers import ops as aops
 from tests.layers.state_space_oracles import (
-    apply, as_complex, assert_same_values_and_gradients, diagonal_recurrence, float64_inputs,
-    mixer_input, mixer_output,
+    apply,
+    as_complex,
+    assert_same_values_and_gradients,
+    diagonal_recurrence,
+    float64_inputs,
+    mixer_input,
+    mixer_output,
 )
 
 pytestmark = pytest.mark.float64
@@ -41,8 +46,16 @@ def s5_recurrence(layer, u):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_s5_equals_its_recurrence(causal):
-    layer = layers.get("s5", num_heads=2, head_dim=3, state_size=8, causal=causal, dt_min=0.01,
-                       dt_max=0.5, dtype="float64")
+    layer = layers.get(
+        "s5",
+        num_heads=2,
+        head_dim=3,
+        state_size=8,
+        causal=causal,
+        dt_min=0.01,
+        dt_max=0.5,
+        dtype="float64",
+    )
     x, mask = float64_inputs()
     assert_same_values_and_gradients(layer, s5_step_by_step, x, mask)
 
@@ -113,8 +126,8 @@ def test_b_and_c_take_s5s_lecun_scales():
     b = np.asarray(layer.b_real) + 1j * np.asarray(layer.b_imag)
     c = np.asarray(layer.c_real) + 1j * np.asarray(layer.c_imag)
     np.testing.assert_allclose(np.mean(np.abs(b) ** 2), 1 / size, rtol=0.1)
-    np.testing.assert_allclose(np.mean(c.real ** 2), 1 / (size * channels), rtol=0.1)
-    np.testing.assert_allclose(np.mean(c.imag ** 2), 1 / (size * channels), rtol=0.1)
+    np.testing.assert_allclose(np.mean(c.real**2), 1 / (size * channels), rtol=0.1)
+    np.testing.assert_allclose(np.mean(c.imag**2), 1 / (size * channels), rtol=0.1)
 
 
 def test_blocks_must_split_the_modes_in_conjugate_pairs():

@@ -205,9 +205,13 @@ def random_ops(layer, training):
     """Types of the random ops in the graph of one call with a fixed `training` flag."""
     import tensorflow as tf
 
-    graph = tf.function(lambda x, m: layer(x, mask=m, training=training)).get_concrete_function(
-        tf.TensorSpec([None, None, WIDTH]), tf.TensorSpec([None, None], tf.bool)
-    ).graph
+    graph = (
+        tf.function(lambda x, m: layer(x, mask=m, training=training))
+        .get_concrete_function(
+            tf.TensorSpec([None, None, WIDTH]), tf.TensorSpec([None, None], tf.bool)
+        )
+        .graph
+    )
     return {op.type for op in graph.get_operations() if "Random" in op.type}
 
 

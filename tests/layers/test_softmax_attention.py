@@ -3,10 +3,9 @@ equals softmax attention differentiated automatically: outputs and the gradients
 with and without excluded keys, for head and block shapes; and `Attention.softmax_attend` leaves
 attention dropout in training to automatic differentiation."""
 
+import keras
 import numpy as np
 import pytest
-
-import keras
 from keras import ops
 
 import arena_tf.layers as layers
@@ -23,7 +22,7 @@ def inputs(shape, seed=0):
     q = rng.normal(size=(*lead, queries, width))
     k, v = (rng.normal(size=(*lead, keys, width)) for _ in range(2))
     allowed = np.ones((lead[0],) + (1,) * (len(lead) - 1) + (1, keys), bool)
-    allowed[-1, ..., keys // 2:] = False  # the last example's second half excluded
+    allowed[-1, ..., keys // 2 :] = False  # the last example's second half excluded
     allowed[0, ..., 0] = False
     return q, k, v, allowed
 
@@ -61,7 +60,8 @@ def test_outputs_and_gradients_equal_autodiff_softmax_attention(shape, masked):
 
 @pytest.mark.parametrize("name", ["full", "local", "linformer", "longformer", "bigbird"])
 def test_dropout_in_training_takes_autodiff_and_the_rest_the_hand_written_backward(
-        name, monkeypatch):
+    name, monkeypatch
+):
     calls = []
 
     def counted(*args):
@@ -70,14 +70,16 @@ def test_dropout_in_training_takes_autodiff_and_the_rest_the_hand_written_backwa
 
     monkeypatch.setattr(base, "softmax_attention", counted)
     x = np.random.default_rng(2).normal(size=(2, 16, 8)).astype("float32")
-    params = {"bigbird": {"block_size": 4}, "local": {"block_size": 4},
-              "longformer": {"window": 4}}.get(name, {})
+    params = {
+        "bigbird": {"block_size": 4},
+        "local": {"block_size": 4},
+        "longformer": {"window": 4},
+    }.get(name, {})
     quiet = layers.get(name, num_heads=2, head_dim=4, max_len=16, **params)
     quiet(x, training=True)
     assert calls, f"{name} without dropout did not use the hand-written backward"
     calls.clear()
-    dropped = layers.get(name, num_heads=2, head_dim=4, max_len=16, attention_dropout=0.5,
-                         **params)
+    dropped = layers.get(name, num_heads=2, head_dim=4, max_len=16, attention_dropout=0.5, **params)
     dropped(x, training=True)
     assert not calls, f"{name} with attention dropout in training used softmax_attention"
     dropped(x, training=False)

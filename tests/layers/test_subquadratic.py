@@ -43,8 +43,10 @@ print("peak GiB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)  #
 @pytest.mark.parametrize("name", SUBQUADRATIC)
 def test_forward_pass_at_length_131072(name, command_server, tmp_path):
     result = command_server.run(
-        ["-c", SCRIPT, name, str(LENGTH), json.dumps(LONG_PARAMS.get(name, {}))], cwd=tmp_path,
-        timeout=600)
+        ["-c", SCRIPT, name, str(LENGTH), json.dumps(LONG_PARAMS.get(name, {}))],
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "ok (1, 131072, 32)" in result.stdout
     peak = float(result.stdout.split("peak GiB")[1])

@@ -23,8 +23,15 @@ def inputs():
 
 
 def make(mode, use_dot_product):
-    return layers.get("synthesizer", num_heads=HEADS, head_dim=HEAD_DIM, max_len=MAX_LEN,
-                      mode=mode, rank=3, use_dot_product=use_dot_product)
+    return layers.get(
+        "synthesizer",
+        num_heads=HEADS,
+        head_dim=HEAD_DIM,
+        max_len=MAX_LEN,
+        mode=mode,
+        rank=3,
+        use_dot_product=use_dot_product,
+    )
 
 
 def weight(layer, name):
@@ -124,8 +131,12 @@ CONTRACT_CHECKS = {
 
 
 # The tf.function check is TensorFlow's, as the contract test it runs.
-CHECKS = [pytest.param(check, marks=[pytest.mark.tensorflow_only("a tf.function graph")])
-          if check == "tf_function" else check for check in sorted(CONTRACT_CHECKS)]
+CHECKS = [
+    pytest.param(check, marks=[pytest.mark.tensorflow_only("a tf.function graph")])
+    if check == "tf_function"
+    else check
+    for check in sorted(CONTRACT_CHECKS)
+]
 
 
 @pytest.mark.parametrize("check", CHECKS)

@@ -32,18 +32,40 @@ def export_tiny_model(run, data_dir):
     from arena_tf.config import ModelConfig
     from arena_tf.models import build_classifier
 
-    config = ModelConfig(attention="full", num_layers=1, num_heads=2, emb_dim=16, qkv_dim=16,
-                         mlp_dim=32, max_len=MAX_LEN, vocab_size=16, num_classes=10,
-                         dropout=0.0, attention_dropout=0.0)
+    config = ModelConfig(
+        attention="full",
+        num_layers=1,
+        num_heads=2,
+        emb_dim=16,
+        qkv_dim=16,
+        mlp_dim=32,
+        max_len=MAX_LEN,
+        vocab_size=16,
+        num_classes=10,
+        dropout=0.0,
+        attention_dropout=0.0,
+    )
     model = build_classifier(config)
     model.save(run / "model.keras")
     spec = tf.TensorSpec([None, MAX_LEN], tf.int32, name="tokens")
-    metadata = {"task": "listops", "mechanism": "full", "model_config": config.to_dict(),
-                "vocab_size": 16, "max_len": MAX_LEN, "num_inputs": 1, "input_names": ["tokens"],
-                "output_name": "logits", "num_classes": 10, "padding_id": 0,
-                "parameters": model.count_params(), "precision": "fp32", "source": "fixture"}
-    model.export(str(run / "saved_model"), format="tf_saved_model", input_signature=[spec],
-                 verbose=False)
+    metadata = {
+        "task": "listops",
+        "mechanism": "full",
+        "model_config": config.to_dict(),
+        "vocab_size": 16,
+        "max_len": MAX_LEN,
+        "num_inputs": 1,
+        "input_names": ["tokens"],
+        "output_name": "logits",
+        "num_classes": 10,
+        "padding_id": 0,
+        "parameters": model.count_params(),
+        "precision": "fp32",
+        "source": "fixture",
+    }
+    model.export(
+        str(run / "saved_model"), format="tf_saved_model", input_signature=[spec], verbose=False
+    )
     (run / "saved_model" / "assets.extra").mkdir()
     (run / "saved_model" / "assets.extra" / "arena_tf.json").write_text(json.dumps(metadata))
     logits = tf.function(lambda tokens: {"logits": model(tokens, training=False)})
@@ -61,9 +83,22 @@ def export_stablehlo(run):
     JAX is installed; the xla tests are skipped otherwise)."""
     if importlib.util.find_spec("jax") is None:
         return
-    done = subprocess.run([sys.executable, "export/to_stablehlo.py", str(run), "--precision",
-                           "fp32", "--examples", "8"], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "export/to_stablehlo.py",
+            str(run),
+            "--precision",
+            "fp32",
+            "--examples",
+            "8",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -74,8 +109,11 @@ def export_openvino_ir(run, metadata):
     from export.metadata import OPENVINO_MODEL, write_openvino_metadata
 
     (run / "openvino").mkdir()
-    openvino.save_model(openvino.convert_model(str(run / "saved_model")),
-                        str(run / "openvino" / OPENVINO_MODEL), compress_to_fp16=False)
+    openvino.save_model(
+        openvino.convert_model(str(run / "saved_model")),
+        str(run / "openvino" / OPENVINO_MODEL),
+        compress_to_fp16=False,
+    )
     write_openvino_metadata(run / "openvino", metadata)
 
 
@@ -100,6 +138,8 @@ def listops_300(tmp_path_factory):
     from arena_tf.generators import listops
 
     data_dir = tmp_path_factory.mktemp("listops300") / "listops"
-    spec = listops.ListOpsSpec(train=4, validation=4, test=300, min_length=10, max_length=40, seed=5)
+    spec = listops.ListOpsSpec(
+        train=4, validation=4, test=300, min_length=10, max_length=40, seed=5
+    )
     listops.generate(data_dir, spec, processes=1)
     return data_dir

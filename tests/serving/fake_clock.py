@@ -25,8 +25,8 @@ class FakeClock:
 
 class TimedModel:
     """A stand-in model process on a fake clock: each batch takes `seconds` of simulated work and
-    is answered with `output` (a label string) per instance (or `output(batch number)` when it is callable).
-    `sizes` and `sent_at` record each batch."""
+    is answered with `output` (a label string) per instance (or `output(batch number)` when it is
+    callable). `sizes` and `sent_at` record each batch."""
 
     pid = 0
 

@@ -1,5 +1,6 @@
-"""A small Efficiency Pentathlon driver, written from the protocol as docs/guide/serving-and-pentathlon.md states it (not from
-serving/protocol.py), to check a submission against Pentathlon's protocol rather than our own.
+"""A small Efficiency Pentathlon driver, written from the protocol as
+docs/guide/serving-and-pentathlon.md states it (not from serving/protocol.py), to check a submission
+against Pentathlon's protocol rather than our own.
 
     batches = fixed_batch(rows)                       # Random(42)-shuffled split, chunks of 128
     with Online(command) as submission:
@@ -26,9 +27,11 @@ BATCH_SIZE = 128  # EXPECTED_BATCH_SIZE
 SINGLE_STREAM_INSTANCES = 1000
 OFFLINE_INSTANCES = 8000
 SENTINEL = "Efficiency benchmark exception: SubprocessError"
-OFFLINE_LINES = ("Model and data loaded. Start the timer.",
-                 "Offiline prediction done. Stop the timer.",
-                 "Offiline outputs written. Exit.")
+OFFLINE_LINES = (
+    "Model and data loaded. Start the timer.",
+    "Offiline prediction done. Stop the timer.",
+    "Offiline outputs written. Exit.",
+)
 DEADLINE = 300  # seconds a submission may run in a test (Pentathlon: 3600 for the command)
 
 
@@ -37,7 +40,7 @@ class SubmissionFailed(RuntimeError):
 
 
 def chunks(instances, size):
-    return [instances[start:start + size] for start in range(0, len(instances), size)]
+    return [instances[start : start + size] for start in range(0, len(instances), size)]
 
 
 def limited(instances, limit):
@@ -81,8 +84,9 @@ class Process:
 
     def __init__(self, command, deadline=DEADLINE):
         self.stderr_file = tempfile.TemporaryFile()
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.stderr_file)
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file
+        )
         self.watchdog = threading.Timer(deadline, self.process.kill)
         self.watchdog.start()
 
@@ -94,8 +98,10 @@ class Process:
         """The next stdout line, stripped; SubmissionFailed at the sentinel or end of output."""
         line = self.process.stdout.readline()
         if not line:
-            raise SubmissionFailed(f"the submission exited (status {self.process.wait()}) without "
-                                   f"answering; stderr ends:\n{self.stderr()[-2000:]}")
+            raise SubmissionFailed(
+                f"the submission exited (status {self.process.wait()}) without "
+                f"answering; stderr ends:\n{self.stderr()[-2000:]}"
+            )
         text = line.decode("utf-8").strip()
         if text == SENTINEL:
             raise SubmissionFailed(self.process.stdout.read().decode("utf-8", "replace"))
@@ -133,8 +139,11 @@ class Online(Process):
                 answer = json.loads(text)
             except ValueError:
                 continue  # irrelevant output
-            if not isinstance(answer, list) or len(answer) != len(batch) \
-                    or not all(isinstance(output, str) for output in answer):
+            if (
+                not isinstance(answer, list)
+                or len(answer) != len(batch)
+                or not all(isinstance(output, str) for output in answer)
+            ):
                 raise SubmissionFailed(f"{len(batch)} instances answered with {text[:200]}")
             return answer
 
@@ -152,8 +161,9 @@ def offline(command, instances, work_dir, limit=-1):
     data.write_text("".join(json.dumps(instance) + "\n" for instance in instances))
     output = data.parent / "outputs.json"
     with Process(command) as submission:
-        submission.send({"offline_data_path": str(data), "offline_output_path": str(output),
-                         "limit": limit})
+        submission.send(
+            {"offline_data_path": str(data), "offline_output_path": str(output), "limit": limit}
+        )
         for expected in OFFLINE_LINES:
             while submission.next_line() != expected:
                 pass

@@ -1,5 +1,6 @@
 """A small submission in the reference submission's shape (haopeng-nlp/submission entrypoint.py),
-written for the tests from docs/guide/serving-and-pentathlon.md's protocol: plain stdio, no serving imports.
+written for the tests from docs/guide/serving-and-pentathlon.md's protocol: plain stdio, no serving
+imports.
 
     python -m tests.serving.reference_submission MODE [--offline]
 
@@ -60,7 +61,7 @@ def offline(mode):
     with open(config["offline_data_path"]) as lines:
         rows = [json.loads(line) for line in lines if line.strip()]
     if config.get("limit", -1) > 0:
-        rows = rows[:config["limit"]]
+        rows = rows[: config["limit"]]
     say("Model and data loaded. Start the timer.")
     outputs = ANSWERS[mode](rows)
     say("Offiline prediction done. Stop the timer.")
@@ -72,7 +73,7 @@ def offline(mode):
 def main(mode, flags):
     try:
         (offline if "--offline" in flags else online)(mode)
-    except Exception:
+    except Exception:  # noqa: BLE001 (the protocol: every failure gets the sentinel)
         say(SENTINEL)
         say(traceback.format_exc())
         sys.exit(1)

@@ -57,24 +57,35 @@ def test_the_command_writes_a_latency_summary(tiny_run, tmp_path):
     rows = tmp_path / "in.jsonl"
     rows.write_text("".join(json.dumps({"input": "[MAX 1 2 ]"}) + "\n" for _ in range(7)))
     out = tmp_path / "bare.json"
-    bare_loop.main([str(tiny_run), "--runtime", "onnxruntime", "--rows", str(rows),
-                    "--out", str(out)])
+    bare_loop.main(
+        [str(tiny_run), "--runtime", "onnxruntime", "--rows", str(rows), "--out", str(out)]
+    )
     summary = json.loads(out.read_text())
     assert summary["bare_loop_count"] == 7
     assert 0 < summary["bare_loop_latency_p50_ms"] <= summary["bare_loop_latency_max_ms"]
 
 
 def test_single_stream_rows_report_their_latency_over_the_bare_loop(tiny_run, tmp_path):
-    status, rows = run_bench(tiny_run, "--runtime", "onnxruntime", "--scenario",
-                             "single_stream,fixed_batch", "--bare-loop", "--out", tmp_path,
-                             *SMALL)
+    status, rows = run_bench(
+        tiny_run,
+        "--runtime",
+        "onnxruntime",
+        "--scenario",
+        "single_stream,fixed_batch",
+        "--bare-loop",
+        "--out",
+        tmp_path,
+        *SMALL,
+    )
     assert status == 0
     single, fixed = rows
     assert single["bare_loop_count"] == single["count"] == 30
     assert single["end_to_end_over_bare_loop"] == pytest.approx(
-        single["request_latency_mean_ms"] / single["bare_loop_latency_mean_ms"])
+        single["request_latency_mean_ms"] / single["bare_loop_latency_mean_ms"]
+    )
     assert single["in_model_over_bare_loop"] == pytest.approx(
-        single["model_latency_mean_ms"] / single["bare_loop_latency_mean_ms"])
+        single["model_latency_mean_ms"] / single["bare_loop_latency_mean_ms"]
+    )
     assert "bare_loop_count" not in fixed  # only single stream is compared
     assert "mean latency / bare loop" in (tmp_path / "results.md").read_text()
 
@@ -84,8 +95,9 @@ def test_command_line_mistakes_are_one_line_and_exit_2(tiny_run, tmp_path, capsy
     empty.write_text("")
     common = ["--runtime", "onnxruntime", "--out", str(tmp_path / "bare.json")]
     assert bare_loop.main([str(tmp_path / "nope"), "--rows", str(empty), *common]) == 2
-    assert_one_error_line(capsys.readouterr().err, "run directory {} has no config.yaml".format(
-        tmp_path / "nope"))
+    assert_one_error_line(
+        capsys.readouterr().err, "run directory {} has no config.yaml".format(tmp_path / "nope")
+    )
     assert bare_loop.main([str(tiny_run), "--rows", str(empty), *common]) == 2
     assert_one_error_line(capsys.readouterr().err, "holds no rows; expected one JSON row")
     assert not (tmp_path / "bare.json").exists()
@@ -97,6 +109,8 @@ def test_command_line_mistakes_are_one_line_and_exit_2(tiny_run, tmp_path, capsy
     rows.write_text('{"input": "[MAX 1 2 ]", "target": "2"}\n')
     same = ["--runtime", "onnxruntime", "--rows", str(rows), "--out", str(rows)]
     assert bare_loop.main([str(tiny_run), *same]) == 2
-    assert_one_error_line(capsys.readouterr().err, "one of the files this command reads; "
-                          "expected an output apart from the inputs")
+    assert_one_error_line(
+        capsys.readouterr().err,
+        "one of the files this command reads; expected an output apart from the inputs",
+    )
     assert rows.read_text() == '{"input": "[MAX 1 2 ]", "target": "2"}\n'  # the rows kept

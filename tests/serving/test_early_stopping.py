@@ -71,8 +71,12 @@ def test_the_server_rule_is_loadgens(slow):
 def test_row_fields_are_milliseconds_and_none_when_too_few():
     latencies = np.arange(1, 101) / 1000  # 100 queries: a p90 estimate, too few for p99
     fields = early_stopping.estimate_fields(latencies, "request_latency")
-    assert fields == {"request_latency_p90_early_ms": loadgen_estimate(latencies, 0.90) * 1e3,
-                      "request_latency_p99_early_ms": None}
+    assert fields == {
+        "request_latency_p90_early_ms": loadgen_estimate(latencies, 0.90) * 1e3,
+        "request_latency_p99_early_ms": None,
+    }
     assert fields["request_latency_p90_early_ms"] > 90.0  # the plain p90
-    assert early_stopping.estimate_fields([], "x") == {"x_p90_early_ms": None,
-                                                       "x_p99_early_ms": None}
+    assert early_stopping.estimate_fields([], "x") == {
+        "x_p90_early_ms": None,
+        "x_p99_early_ms": None,
+    }

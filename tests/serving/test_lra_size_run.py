@@ -25,8 +25,11 @@ def test_it_writes_the_lra_listops_model_at_the_length_asked(tmp_path):
     assert lra_size_run.main([str(demo_run(tmp_path)), str(out), "--max-len", "64"]) == 0
     model = read_yaml(out / "config.yaml")["model"]
     lra = load_experiment("listops", "linformer").model
-    assert (model["num_layers"], model["emb_dim"], model["max_len"]) == (lra.num_layers,
-                                                                         lra.emb_dim, 64)
+    assert (model["num_layers"], model["emb_dim"], model["max_len"]) == (
+        lra.num_layers,
+        lra.emb_dim,
+        64,
+    )
     assert (out / "model.keras").is_file()
 
 

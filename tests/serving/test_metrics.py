@@ -19,10 +19,15 @@ from .fake_clock import FakeClock, TimedModel
 
 def test_latency_summary_is_in_milliseconds_with_nearest_rank_percentiles():
     summary = metrics.latency_summary([i / 1000 for i in range(1, 101)], "request_latency")
-    assert summary == pytest.approx({
-        "request_latency_mean_ms": 50.5, "request_latency_p50_ms": 50.0,
-        "request_latency_p90_ms": 90.0, "request_latency_p99_ms": 99.0,
-        "request_latency_max_ms": 100.0})
+    assert summary == pytest.approx(
+        {
+            "request_latency_mean_ms": 50.5,
+            "request_latency_p50_ms": 50.0,
+            "request_latency_p90_ms": 90.0,
+            "request_latency_p99_ms": 99.0,
+            "request_latency_max_ms": 100.0,
+        }
+    )
     assert metrics.nearest_rank([0.3, 0.1, 0.2], 50) == 0.2
     assert set(metrics.latency_summary([], "x").values()) == {None}
 
@@ -76,8 +81,9 @@ def test_an_estimate_is_labelled_estimated(monkeypatch):
         def stop(self):
             pass
 
-    monkeypatch.setitem(sys.modules, "codecarbon",
-                        types.SimpleNamespace(OfflineEmissionsTracker=Tracker))
+    monkeypatch.setitem(
+        sys.modules, "codecarbon", types.SimpleNamespace(OfflineEmissionsTracker=Tracker)
+    )
     meter = energy.EnergyMeter(measured=[lambda: energy.Rapl("/nonexistent")]).start()
     reading = meter.stop()
     assert reading.estimated and reading.source == "codecarbon (estimated)"
@@ -105,7 +111,8 @@ def test_dynamic_batcher_waits_at_most_max_wait_and_latency_includes_queueing():
     pool = pool_of(4)
     arrivals = np.array([0, 1, 2, 3]) / 128
     latency, seconds, sizes, outputs = runner.serve_arrivals(
-        model, pool, [0, 1, 2, 3], arrivals, max_batch=2, max_wait=1 / 32, timeout=5, clock=clock)
+        model, pool, [0, 1, 2, 3], arrivals, max_batch=2, max_wait=1 / 32, timeout=5, clock=clock
+    )
     assert sizes == model.sizes == [2, 2]  # the first batch fills at once; the next two queue
     assert model.sent_at == [1 / 128, 9 / 128]  # sent when full, then as soon as the model is free
     assert clock.sleeps == [1 / 128]  # the only wait: for query 1 to arrive
@@ -121,8 +128,15 @@ def test_dynamic_batcher_sends_a_partial_batch_after_max_wait_and_the_last_at_on
     model = TimedModel(clock, 1 / 16)
     pool = pool_of(2)
     latency, _, sizes, _ = runner.serve_arrivals(
-        model, pool, [0, 1], np.array([0, 0.25]), max_batch=4, max_wait=1 / 32, timeout=5,
-        clock=clock)
+        model,
+        pool,
+        [0, 1],
+        np.array([0, 0.25]),
+        max_batch=4,
+        max_wait=1 / 32,
+        timeout=5,
+        clock=clock,
+    )
     assert sizes == [1, 1]
     assert model.sent_at == [1 / 32, 0.25]  # query 0 waited exactly max_wait; query 1 is the last
     assert clock.sleeps == [1 / 32, 0.25 - 3 / 32]  # max_wait, then idle until query 1 arrives
@@ -161,12 +175,15 @@ def test_a_row_is_timed_on_the_settings_clock(monkeypatch):
     assert row["accuracy"] == 1.0
 
 
-@pytest.mark.parametrize("output, words", [
-    ("10", "4 of 4 outputs invalid (output 0: '10' is not a label of the task)"),  # warm-up
-    (0, "(output 0: 0 is a JSON number, not a string)"),
-    ([0.5] * 10, "is a JSON array, not a string"),
-    (lambda batch: "-1" if batch == 2 else "0", "'-1' is not a label"),  # in the timed part
-])
+@pytest.mark.parametrize(
+    "output, words",
+    [
+        ("10", "4 of 4 outputs invalid (output 0: '10' is not a label of the task)"),  # warm-up
+        (0, "(output 0: 0 is a JSON number, not a string)"),
+        ([0.5] * 10, "is a JSON array, not a string"),
+        (lambda batch: "-1" if batch == 2 else "0", "'-1' is not a label"),  # in the timed part
+    ],
+)
 def test_outputs_outside_the_label_set_make_the_row_invalid_not_timed(monkeypatch, output, words):
     with pytest.raises(outputs.InvalidOutputs) as error:
         online_row(monkeypatch, output)
@@ -192,8 +209,7 @@ class OfflineModel(TimedModel):
         on_line[written]()
 
 
-def test_offline_times_ready_to_predicted_without_the_meters_start_and_stop(monkeypatch,
-                                                                           tmp_path):
+def test_offline_times_ready_to_predicted_without_the_meters_start_and_stop(monkeypatch, tmp_path):
     clock = FakeClock()
 
     class SlowMeter(StillMeter):  # codecarbon takes seconds to start, a fraction to stop
@@ -222,16 +238,18 @@ def test_loadgen_batcher_batches_on_its_clock_and_checks_answers():
     from serving import loadgen
 
     completed = []
-    lg = types.SimpleNamespace(QuerySampleResponse=lambda id_, data, size: id_,
-                               QuerySamplesComplete=completed.extend)
+    lg = types.SimpleNamespace(
+        QuerySampleResponse=lambda id_, data, size: id_, QuerySamplesComplete=completed.extend
+    )
     samples = [types.SimpleNamespace(id=100 + i, index=i) for i in range(3)]
 
     def batcher(output):
         clock = FakeClock()
         model = TimedModel(clock, 0.5, output)
         pool = pool_of(3)
-        instance = loadgen.Batcher(lg, model, pool, max_batch=2, max_wait=0.0, timeout=5,
-                                   clock=clock)
+        instance = loadgen.Batcher(
+            lg, model, pool, max_batch=2, max_wait=0.0, timeout=5, clock=clock
+        )
         for item in [*samples, None]:
             instance.queue.put(item)
         instance.run()  # in this thread: the queue already holds everything
@@ -270,8 +288,14 @@ def timed_row(monkeypatch, name, seconds, **options):
 
 
 def test_single_stream_goes_round_its_schedule_until_mlperfs_minimum_duration(monkeypatch):
-    row, model, schedule = timed_row(monkeypatch, "single_stream", 1 / 4, min_duration_s=8.0,
-                                     min_queries=10, counts={"single_stream": 5})
+    row, model, schedule = timed_row(
+        monkeypatch,
+        "single_stream",
+        1 / 4,
+        min_duration_s=8.0,
+        min_queries=10,
+        counts={"single_stream": 5},
+    )
     assert model.sizes == [1] * 33  # the warm-up, then 32 queries of 1/4 s make the 8 s
     assert row["time"] == 8.0 and row["count"] == row["batches"] == 32
     assert row["passes"] == 32 / 5 and "repeated the 5-instance schedule" in row["repeated"]
@@ -280,11 +304,23 @@ def test_single_stream_goes_round_its_schedule_until_mlperfs_minimum_duration(mo
 
 
 def test_single_stream_meets_the_minimum_query_count_too_and_zero_means_one_pass(monkeypatch):
-    row, _, _ = timed_row(monkeypatch, "single_stream", 1 / 4, min_duration_s=1.0,
-                          min_queries=12, counts={"single_stream": 5})
+    row, _, _ = timed_row(
+        monkeypatch,
+        "single_stream",
+        1 / 4,
+        min_duration_s=1.0,
+        min_queries=12,
+        counts={"single_stream": 5},
+    )
     assert (row["count"], row["time"]) == (12, 3.0)
-    row, _, _ = timed_row(monkeypatch, "single_stream", 1 / 4, min_duration_s=0.0,
-                          min_queries=0, counts={"single_stream": 5})
+    row, _, _ = timed_row(
+        monkeypatch,
+        "single_stream",
+        1 / 4,
+        min_duration_s=0.0,
+        min_queries=0,
+        counts={"single_stream": 5},
+    )
     assert (row["count"], row["passes"], row["repeated"]) == (5, 1.0, "")
 
 
@@ -294,16 +330,23 @@ def test_batch_scenarios_time_pentathlons_one_pass_whatever_the_minimums(monkeyp
 
 
 def test_single_stream_rows_carry_loadgens_early_stopping_estimates(monkeypatch):
-    row, _, _ = timed_row(monkeypatch, "single_stream", 1 / 8, min_duration_s=0.0,
-                          min_queries=100, counts={"single_stream": 100})
+    row, _, _ = timed_row(
+        monkeypatch,
+        "single_stream",
+        1 / 8,
+        min_duration_s=0.0,
+        min_queries=100,
+        counts={"single_stream": 100},
+    )
     assert row["request_latency_p90_ms"] == row["request_latency_p90_early_ms"] == 125.0
     assert row["request_latency_p99_early_ms"] is None  # 662 queries needed
 
 
 def test_server_trials_arrive_until_mlperfs_minimums_on_the_same_gaps():
     short = scenarios.get("server")(scenarios.ScenarioOptions(min_duration_s=0, min_queries=0))
-    longer = scenarios.get("server")(scenarios.ScenarioOptions(min_duration_s=30.0,
-                                                                min_queries=100))
+    longer = scenarios.get("server")(
+        scenarios.ScenarioOptions(min_duration_s=30.0, min_queries=100)
+    )
     first, extended = short.arrivals(100.0, 16), longer.arrivals(100.0, 16)
     assert len(first) == 16 and extended[-1] >= 30.0 > extended[-2]
     np.testing.assert_allclose(extended[:16], first)

@@ -16,10 +16,13 @@ from serving.protocol import ModelError, ModelProcess, batch_line, encode_line
 from .conftest import REFERENCE
 
 # One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
-pytestmark = pytest.mark.xdist_group("tiny_run")
+pytestmark = [pytest.mark.xdist_group("tiny_run"), pytest.mark.slow]
 
-ROWS = [{"input": "( [MAX 2 9 ] )", "target": "9"}, {"input": "[SM [MIN 1 ] 2 ]", "target": "3"},
-        {"input": "7", "target": "7"}]
+ROWS = [
+    {"input": "( [MAX 2 9 ] )", "target": "9"},
+    {"input": "[SM [MIN 1 ] 2 ]", "target": "3"},
+    {"input": "7", "target": "7"},
+]
 
 
 def reference(mode, tmp_path, *flags):
@@ -36,8 +39,10 @@ def test_a_request_line_is_byte_for_byte_what_pentathlon_writes():
 
 
 def test_side_events_are_the_prefixed_stderr_lines():
-    text = ('noise\narena_tf.submission: {"event": "batch", "instances": 2}\n'
-            "arena_tf.submission: not json\n")
+    text = (
+        'noise\narena_tf.submission: {"event": "batch", "instances": 2}\n'
+        "arena_tf.submission: not json\n"
+    )
     assert protocol.side_events(text) == [{"event": "batch", "instances": 2}]
 
 
@@ -64,8 +69,9 @@ def test_the_wrong_number_of_outputs_is_a_protocol_error(tmp_path):
 
 def test_the_sentinel_raises_the_tracebacks_exception(tmp_path):
     process = reference("sentinel", tmp_path)
-    with pytest.raises(ModelError, match="the submission failed: ValueError: this submission "
-                                         "refuses everything") as error:
+    with pytest.raises(
+        ModelError, match="the submission failed: ValueError: this submission refuses everything"
+    ) as error:
         process.request(line_of(ROWS), 3, timeout=30)
     assert error.value.kind == "error"
     assert process.close(timeout=60)["returncode"] == 1
@@ -73,8 +79,9 @@ def test_the_sentinel_raises_the_tracebacks_exception(tmp_path):
 
 def test_a_crashing_submission_is_reported_with_its_exit_code_and_last_log_line(tmp_path):
     process = reference("crash", tmp_path)
-    with pytest.raises(ModelError, match="exited with code 3 .*reference submission crashed") \
-            as error:
+    with pytest.raises(
+        ModelError, match="exited with code 3 .*reference submission crashed"
+    ) as error:
         process.request(line_of(ROWS), 3, timeout=30)
     assert error.value.kind == "exited"
 
@@ -95,13 +102,16 @@ def test_the_offline_handshake_reads_the_three_lines_in_order(tmp_path):
     data.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
     process = reference("answer", tmp_path, "--offline")
     seen = []
-    process.offline({"offline_data_path": str(data), "offline_output_path": str(output),
-                     "limit": 2}, timeout=30,
-                    on_line={line: (lambda line=line: seen.append(line))
-                             for line in protocol.OFFLINE_LINES})
+    process.offline(
+        {"offline_data_path": str(data), "offline_output_path": str(output), "limit": 2},
+        timeout=30,
+        on_line={line: (lambda line=line: seen.append(line)) for line in protocol.OFFLINE_LINES},
+    )
     assert seen == list(protocol.OFFLINE_LINES)
     assert [json.loads(line) for line in output.read_text().splitlines()] == [
-        {"output": "1"}, {"output": "2"}]
+        {"output": "1"},
+        {"output": "2"},
+    ]
     assert process.close(timeout=60)["returncode"] == 0
 
 
@@ -119,8 +129,9 @@ def serve_offline(data, output, offline_dir):
     from serving import submission
 
     answers = io.StringIO()
-    config = json.dumps({"offline_data_path": str(data), "offline_output_path": str(output),
-                         "limit": -1})
+    config = json.dumps(
+        {"offline_data_path": str(data), "offline_output_path": str(output), "limit": -1}
+    )
     submission.serve_offline(Constant(), io.StringIO(config + "\n"), answers, offline_dir)
     return answers.getvalue().splitlines()
 
@@ -139,14 +150,28 @@ def test_submission_offline_files_inside_its_offline_dir_are_read_and_written(of
     assert (offline_dir / "out.json").read_text() == '{"output": "0"}\n{"output": "0"}\n'
 
 
-@pytest.mark.parametrize("data, output, words", [
-    ("{work}/data.json", "{tmp}/written.json", "offline_output_path '{tmp}/written.json' is "
-                                               "outside the offline directory {work}"),
-    ("{tmp}/outside.json", "{work}/out.json", "offline_data_path '{tmp}/outside.json' is outside"),
-    ("{work}/data.json", "{work}/../written.json", "is outside"),
-    ("{work}/data.json", "{work}/link.json", "offline_output_path '{work}/link.json' is outside"),
-    ("/etc/hostname", "{work}/out.json", "offline_data_path '/etc/hostname' is outside"),
-])
+@pytest.mark.parametrize(
+    "data, output, words",
+    [
+        (
+            "{work}/data.json",
+            "{tmp}/written.json",
+            "offline_output_path '{tmp}/written.json' is outside the offline directory {work}",
+        ),
+        (
+            "{tmp}/outside.json",
+            "{work}/out.json",
+            "offline_data_path '{tmp}/outside.json' is outside",
+        ),
+        ("{work}/data.json", "{work}/../written.json", "is outside"),
+        (
+            "{work}/data.json",
+            "{work}/link.json",
+            "offline_output_path '{work}/link.json' is outside",
+        ),
+        ("/etc/hostname", "{work}/out.json", "offline_data_path '/etc/hostname' is outside"),
+    ],
+)
 def test_submission_offline_files_outside_it_are_refused(offline_dir, data, output, words):
     from serving.confine import OutsideDirectory
 
@@ -161,26 +186,43 @@ def test_submission_offline_files_outside_it_are_refused(offline_dir, data, outp
 
 
 def offline_config(**changes):
-    config = {"offline_data_path": "{work}/data.json", "offline_output_path": "{work}/out.json",
-              "limit": -1, **changes}
+    config = {
+        "offline_data_path": "{work}/data.json",
+        "offline_output_path": "{work}/out.json",
+        "limit": -1,
+        **changes,
+    }
     return json.dumps({key: value for key, value in config.items() if value is not None})
 
 
-@pytest.mark.parametrize("online, offline, words", [
-    ("not json", None, "a request line is not JSON (Expecting value: line 1 column 1"),
-    ('{"input": "1"}', None, "a request is a JSON dict; expected a JSON list of rows"),
-    (None, "[]", "the offline config line is '[]'; expected a JSON object"),
-    (None, offline_config(offline_output_path=None), "the offline config line is '{"),
-    (None, offline_config(limit="all"), "\"limit\": int}"),
-    (None, offline_config(offline_data_path="{work}/broken.json"),
-     "line 2 of {work}/broken.json is not JSON"),
-    (None, offline_config(offline_data_path="{work}/absent.json"),
-     "offline_data_path '{work}/absent.json' cannot be read ([Errno 2] No such file"),
-    (None, offline_config(offline_output_path="{work}/folder"),
-     "{work}/folder is a folder, where a file is to be written"),
-])
-def test_requests_the_protocol_does_not_send_are_told_in_one_line(offline_dir, online, offline,
-                                                                   words):
+@pytest.mark.parametrize(
+    "online, offline, words",
+    [
+        ("not json", None, "a request line is not JSON (Expecting value: line 1 column 1"),
+        ('{"input": "1"}', None, "a request is a JSON dict; expected a JSON list of rows"),
+        (None, "[]", "the offline config line is '[]'; expected a JSON object"),
+        (None, offline_config(offline_output_path=None), "the offline config line is '{"),
+        (None, offline_config(limit="all"), '"limit": int}'),
+        (
+            None,
+            offline_config(offline_data_path="{work}/broken.json"),
+            "line 2 of {work}/broken.json is not JSON",
+        ),
+        (
+            None,
+            offline_config(offline_data_path="{work}/absent.json"),
+            "offline_data_path '{work}/absent.json' cannot be read ([Errno 2] No such file",
+        ),
+        (
+            None,
+            offline_config(offline_output_path="{work}/folder"),
+            "{work}/folder is a folder, where a file is to be written",
+        ),
+    ],
+)
+def test_requests_the_protocol_does_not_send_are_told_in_one_line(
+    offline_dir, online, offline, words
+):
     from arena_tf import cli
     from serving import submission
 
@@ -212,11 +254,20 @@ def test_an_unsupported_provider_is_an_unsupported_failure_not_a_cpu_run(tiny_ru
 
     if "CUDAExecutionProvider" in ort.get_available_providers():
         pytest.skip("this onnxruntime has CUDA")
-    command = [sys.executable, "-m", "serving.submission", str(tiny_run), "--runtime",
-               "onnxruntime", "--device", "gpu"]
+    command = [
+        sys.executable,
+        "-m",
+        "serving.submission",
+        str(tiny_run),
+        "--runtime",
+        "onnxruntime",
+        "--device",
+        "gpu",
+    ]
     process = ModelProcess(command, child_env("gpu"), tmp_path / "s.log").start()
-    with pytest.raises(ModelError, match="Unsupported: CUDAExecutionProvider is not in this "
-                                         "onnxruntime") as error:
+    with pytest.raises(
+        ModelError, match="Unsupported: CUDAExecutionProvider is not in this onnxruntime"
+    ) as error:
         process.request(line_of(ROWS), 3, timeout=120)
     assert error.value.kind == "unsupported"
     assert process.close(timeout=120)["returncode"] == 1
@@ -224,11 +275,20 @@ def test_an_unsupported_provider_is_an_unsupported_failure_not_a_cpu_run(tiny_ru
 
 
 def test_a_failure_at_load_is_read_even_when_the_submission_exited_before_the_request(
-        tiny_run, tmp_path):
+    tiny_run, tmp_path
+):
     """The request meets a closed pipe; the sentinel and traceback already on stdout still say
     why (here: an OpenVINO precision or a provider this machine lacks), not just the exit code."""
-    command = [sys.executable, "-m", "serving.submission", str(tiny_run), "--runtime",
-               "onnxruntime", "--precision", "bf16"]
+    command = [
+        sys.executable,
+        "-m",
+        "serving.submission",
+        str(tiny_run),
+        "--runtime",
+        "onnxruntime",
+        "--precision",
+        "bf16",
+    ]
     process = ModelProcess(command, child_env("cpu"), tmp_path / "s.log").start()
     process.process.wait(timeout=120)
     with pytest.raises(ModelError, match="Unsupported: onnxruntime has no bf16 artifact") as error:
@@ -241,13 +301,29 @@ def test_worker_refuses_offline_files_outside_its_offline_dir_and_goes_on(tiny_r
     fault): a config line naming a path outside it gets the sentinel and OutsideDirectory, nothing
     is written there, and the bench goes on with its next row (a fresh process)."""
     tmp = offline_dir.parent
-    command = [sys.executable, "-m", "serving.submission", str(tiny_run), "--runtime",
-               "onnxruntime", "--offline", "--offline-dir", str(offline_dir)]
+    command = [
+        sys.executable,
+        "-m",
+        "serving.submission",
+        str(tiny_run),
+        "--runtime",
+        "onnxruntime",
+        "--offline",
+        "--offline-dir",
+        str(offline_dir),
+    ]
     process = ModelProcess(command, child_env("cpu"), tmp / "s.log").start()
-    with pytest.raises(ModelError, match="OutsideDirectory: offline_output_path .* is outside the "
-                                         "offline directory") as error:
-        process.offline({"offline_data_path": str(offline_dir / "data.json"),
-                         "offline_output_path": str(tmp / "stolen.json"), "limit": -1},
-                        timeout=120)
+    with pytest.raises(
+        ModelError,
+        match="OutsideDirectory: offline_output_path .* is outside the offline directory",
+    ) as error:
+        process.offline(
+            {
+                "offline_data_path": str(offline_dir / "data.json"),
+                "offline_output_path": str(tmp / "stolen.json"),
+                "limit": -1,
+            },
+            timeout=120,
+        )
     assert error.value.kind == "error" and process.close(timeout=120)["returncode"] == 1
     assert not (tmp / "stolen.json").exists()

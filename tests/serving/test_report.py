@@ -11,12 +11,30 @@ import pytest
 from serving import plots, report
 
 ROWS = [
-    {"model": "a", "runtime": "tf", "precision": "fp32", "scenario": "fixed_batch", "status": "ok",
-     "accuracy": 0.5, "throughput": 100.0, "request_latency_p50_ms": 1.0,
-     "request_latency_p99_ms": 2.0, "peak_rss_bytes": 200 << 20, "energy_wh": 0.01,
-     "parameters": 1000, "note": "", "server_trials": [{"rate": 1.0, "passed": True}]},
-    {"model": "a", "runtime": "onnxruntime", "precision": "fp16", "scenario": "fixed_batch",
-     "status": "unsupported", "note": "model.fp16.onnx is missing | export it"},
+    {
+        "model": "a",
+        "runtime": "tf",
+        "precision": "fp32",
+        "scenario": "fixed_batch",
+        "status": "ok",
+        "accuracy": 0.5,
+        "throughput": 100.0,
+        "request_latency_p50_ms": 1.0,
+        "request_latency_p99_ms": 2.0,
+        "peak_rss_bytes": 200 << 20,
+        "energy_wh": 0.01,
+        "parameters": 1000,
+        "note": "",
+        "server_trials": [{"rate": 1.0, "passed": True}],
+    },
+    {
+        "model": "a",
+        "runtime": "onnxruntime",
+        "precision": "fp16",
+        "scenario": "fixed_batch",
+        "status": "unsupported",
+        "note": "model.fp16.onnx is missing | export it",
+    },
 ]
 
 
@@ -54,18 +72,22 @@ def test_a_failed_write_leaves_the_previous_report_whole(tmp_path, monkeypatch):
 def test_radar_and_bubble_charts_are_pngs(tmp_path):
     pytest.importorskip("matplotlib")
     rows = [dict(ROWS[0], scenario=s) for s in ("fixed_batch", "single_stream", "offline")]
-    rows += [dict(r, runtime="onnxruntime", throughput=300.0, peak_rss_bytes=50 << 20)
-             for r in rows]
+    rows += [
+        dict(r, runtime="onnxruntime", throughput=300.0, peak_rss_bytes=50 << 20) for r in rows
+    ]
     paths, notes = plots.write_all(rows, tmp_path)
     assert sorted(p.name for p in paths) == ["bubbles.png", "radar_a.png"] and not notes
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
 
 
-def test_without_matplotlib_there_are_no_plots_and_a_note_says_how_to_get_them(tmp_path,
-                                                                               monkeypatch):
+def test_without_matplotlib_there_are_no_plots_and_a_note_says_how_to_get_them(
+    tmp_path, monkeypatch
+):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    assert plots.write_all(ROWS, tmp_path) == ([], [
-        "no plots: matplotlib is not installed (pip install matplotlib)"])
+    assert plots.write_all(ROWS, tmp_path) == (
+        [],
+        ["no plots: matplotlib is not installed (pip install matplotlib)"],
+    )
 
 
 def test_radar_scores_put_the_best_value_on_the_outer_ring():
@@ -83,45 +105,64 @@ def test_without_accuracy_there_is_no_bubble_chart_and_a_note_says_why(tmp_path)
 
 
 def ok_row(model, scenario, runtime, precision, throughput):
-    return {"model": model, "scenario": scenario, "runtime": runtime, "precision": precision,
-            "status": "ok", "throughput": throughput}
+    return {
+        "model": model,
+        "scenario": scenario,
+        "runtime": runtime,
+        "precision": precision,
+        "status": "ok",
+        "throughput": throughput,
+    }
 
 
 def test_throughput_ratios_compare_runtimes_and_precisions_per_model_and_scenario():
-    rows = [ok_row("a", "fixed_batch", "tf", "fp32", 100.0),
-            ok_row("a", "fixed_batch", "onnxruntime", "fp32", 150.0),
-            ok_row("a", "fixed_batch", "tf", "bf16", 50.0),
-            ok_row("a", "fixed_batch", "openvino", "fp32", 300.0),
-            ok_row("a", "fixed_batch", "xla", "fp32", 75.0),
-            ok_row("b", "fixed_batch", "tf", "fp32", 10.0),
-            ok_row("b", "fixed_batch", "onnxruntime", "fp32", 60.0),
-            {**ok_row("b", "fixed_batch", "tf", "bf16", 99.0), "status": "failed"},
-            {**ok_row("a", "fixed_batch", "onnxruntime", "fp16", 999.0), "status": "invalid"},
-            ok_row("c", "offline", "onnxruntime", "fp16", 5.0)]
+    rows = [
+        ok_row("a", "fixed_batch", "tf", "fp32", 100.0),
+        ok_row("a", "fixed_batch", "onnxruntime", "fp32", 150.0),
+        ok_row("a", "fixed_batch", "tf", "bf16", 50.0),
+        ok_row("a", "fixed_batch", "openvino", "fp32", 300.0),
+        ok_row("a", "fixed_batch", "xla", "fp32", 75.0),
+        ok_row("b", "fixed_batch", "tf", "fp32", 10.0),
+        ok_row("b", "fixed_batch", "onnxruntime", "fp32", 60.0),
+        {**ok_row("b", "fixed_batch", "tf", "bf16", 99.0), "status": "failed"},
+        {**ok_row("a", "fixed_batch", "onnxruntime", "fp16", 999.0), "status": "invalid"},
+        ok_row("c", "offline", "onnxruntime", "fp16", 5.0),
+    ]
     ratios = report.throughput_ratios(rows)
-    assert ratios == {("a", "fixed_batch"): [1.5, None, 0.5, None, 2.0, 3.0, 0.5, None, None],
-                      ("b", "fixed_batch"): [6.0, None, None, None, None, None, None, None, None]}
+    assert ratios == {
+        ("a", "fixed_batch"): [1.5, None, 0.5, None, 2.0, 3.0, 0.5, None, None],
+        ("b", "fixed_batch"): [6.0, None, None, None, None, None, None, None, None],
+    }
     text = report.markdown(rows)
     assert "| a | fixed_batch | 1.50x | - | 0.50x | - | 2.00x | 3.00x | 0.50x | - | - |" in text
     # the geometric mean of 1.5 and 6; a ratio with one model only is that model's
-    assert ("| all models | fixed_batch | 3.00x | - | 0.50x | - | 2.00x | 3.00x | 0.50x | - | - |"
-            in text)
+    assert (
+        "| all models | fixed_batch | 3.00x | - | 0.50x | - | 2.00x | 3.00x | 0.50x | - | - |"
+        in text
+    )
 
 
 def test_one_model_has_no_mean_rows():
-    rows = [ok_row("a", "offline", "tf", "fp32", 100.0),
-            ok_row("a", "offline", "onnxruntime", "fp32", 150.0)]
+    rows = [
+        ok_row("a", "offline", "tf", "fp32", 100.0),
+        ok_row("a", "offline", "onnxruntime", "fp32", 150.0),
+    ]
     text = report.markdown(rows)
     assert "| a | offline | 1.50x |" in text and "all models" not in text
 
 
 def test_the_energy_note_names_an_estimate_s_source_once():
-    row = {"energy_source": "codecarbon (estimated)",
-           "energy_note": "estimated by codecarbon, no sensor readable: RAPL: none"}
-    assert report.energy_note(row) == ("energy: estimated by codecarbon, no sensor readable: "
-                                       "RAPL: none")
-    assert report.energy_note({"energy_source": "rapl", "energy_note": "package 0"}) == \
-        "energy: rapl (package 0)"
+    row = {
+        "energy_source": "codecarbon (estimated)",
+        "energy_note": "estimated by codecarbon, no sensor readable: RAPL: none",
+    }
+    assert report.energy_note(row) == (
+        "energy: estimated by codecarbon, no sensor readable: RAPL: none"
+    )
+    assert (
+        report.energy_note({"energy_source": "rapl", "energy_note": "package 0"})
+        == "energy: rapl (package 0)"
+    )
     assert report.energy_note({"energy_source": None}) == "energy: none"
 
 
@@ -135,8 +176,17 @@ def run_rows():
     rows = []
     for runtime, p50, load in (("onnxruntime", 4.0, 0.5), ("xla", 1.0, 1.5)):
         for scenario in ("fixed_batch", "single_stream"):
-            rows.append(dict(ROWS[0], runtime=runtime, scenario=scenario, load_average=load,
-                             request_latency_p50_ms=p50, model_latency_p50_ms=p50 / 2, **machine))
+            rows.append(
+                dict(
+                    ROWS[0],
+                    runtime=runtime,
+                    scenario=scenario,
+                    load_average=load,
+                    request_latency_p50_ms=p50,
+                    model_latency_p50_ms=p50 / 2,
+                    **machine,
+                )
+            )
     return rows
 
 
@@ -171,8 +221,10 @@ def test_regenerating_writes_each_report_once_and_leaves_the_rows_alone(tmp_path
 def test_the_summary_names_the_p50_ratio_and_the_machine():
     text = report.summary(run_rows())
     assert "| a | xla | fp32 | 0.5000 | 100.0 | - | 1.00 / 0.50 | - | 200-200 |" in text
-    assert "single_stream p50 of xla over onnxruntime (FP32): 0.25x end to end and 0.25x " \
-           "in-model" in text
+    assert (
+        "single_stream p50 of xla over onnxruntime (FP32): 0.25x end to end and 0.25x "
+        "in-model" in text
+    )
     assert "machine: Test CPU 9000, 2 cores" in text
 
 
@@ -191,14 +243,18 @@ def test_no_p50_line_without_either_latency():
 def test_the_summary_says_whether_fp32_accuracies_agree_and_what_did_not_run():
     rows = run_rows()
     assert report.accuracy_notes(rows) == [
-        "a: fixed_batch accuracy in FP32: 0.5000 in every runtime (onnxruntime, xla)"]
+        "a: fixed_batch accuracy in FP32: 0.5000 in every runtime (onnxruntime, xla)"
+    ]
     rows[-2]["accuracy"] = 0.25  # xla's fixed_batch row
     assert report.accuracy_notes(rows) == [
-        "a: fixed_batch accuracy in FP32: onnxruntime 0.5000, xla 0.2500"]
+        "a: fixed_batch accuracy in FP32: onnxruntime 0.5000, xla 0.2500"
+    ]
     assert report.not_run_notes(rows) == []
     text = report.summary([*rows, ROWS[1]])
-    assert "- no ok row (the note column of results.md says why): a onnxruntime fp16 " \
-           "(unsupported)" in text
+    assert (
+        "- no ok row (the note column of results.md says why): a onnxruntime fp16 "
+        "(unsupported)" in text
+    )
 
 
 def test_the_report_command_refuses_a_directory_without_results(tmp_path, capsys):

@@ -19,19 +19,38 @@ def test_registry_maps_names_to_runtimes():
     assert runtimes.available() == ["onnxruntime", "openvino", "tensorrt", "tf", "xla"]
     assert runtimes.get("tf").artifacts["bf16"] == "saved_model_bf16"
     assert runtimes.get("openvino").artifacts == {"fp32": "openvino", "fp16": "openvino_fp16"}
-    with pytest.raises(ValueError,
-                       match="expected one of onnxruntime, openvino, tensorrt, tf, xla"):
+    with pytest.raises(
+        ValueError, match="expected one of onnxruntime, openvino, tensorrt, tf, xla"
+    ):
         runtimes.get("tvm")
 
 
-@pytest.mark.parametrize("runtime, precision, device, message", [
-    ("tf", "fp16", "cpu", "saved_model_fp16 is missing; expected .*; export it: .*savedmodel.py"),
-    ("onnxruntime", "fp16", "cpu", "model.fp16.onnx is missing; expected .*; export it: .*onnx.py"),
-    ("onnxruntime", "bf16", "cpu", "no bf16 artifact in the export contract"),
-    ("tensorrt", "fp32", "cpu", "tensorrt runs on gpu, not cpu"),
-    ("openvino", "fp16", "cpu", "openvino_fp16 is missing; expected .*; export it: .*openvino.py"),
-    ("openvino", "fp32", "gpu", "openvino runs on cpu, not gpu"),
-])
+@pytest.mark.parametrize(
+    "runtime, precision, device, message",
+    [
+        (
+            "tf",
+            "fp16",
+            "cpu",
+            "saved_model_fp16 is missing; expected .*; export it: .*savedmodel.py",
+        ),
+        (
+            "onnxruntime",
+            "fp16",
+            "cpu",
+            "model.fp16.onnx is missing; expected .*; export it: .*onnx.py",
+        ),
+        ("onnxruntime", "bf16", "cpu", "no bf16 artifact in the export contract"),
+        ("tensorrt", "fp32", "cpu", "tensorrt runs on gpu, not cpu"),
+        (
+            "openvino",
+            "fp16",
+            "cpu",
+            "openvino_fp16 is missing; expected .*; export it: .*openvino.py",
+        ),
+        ("openvino", "fp32", "gpu", "openvino runs on cpu, not gpu"),
+    ],
+)
 def test_combinations_that_cannot_run_say_why(tiny_run, runtime, precision, device, message):
     with pytest.raises(Unsupported, match=message):
         runtimes.artifact_path(tiny_run, runtime, precision, device)
@@ -45,8 +64,10 @@ def test_an_onnxruntime_fallback_to_the_cpu_is_unsupported_not_run(tiny_run, mon
         def get_providers(self):
             return ["CPUExecutionProvider"]  # CUDA could not be created
 
-    fake = types.SimpleNamespace(InferenceSession=Session, get_available_providers=lambda: [
-        "CUDAExecutionProvider", "CPUExecutionProvider"])
+    fake = types.SimpleNamespace(
+        InferenceSession=Session,
+        get_available_providers=lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"],
+    )
     monkeypatch.setitem(sys.modules, "onnxruntime", fake)
     runtime = runtimes.get("onnxruntime")(tiny_run / "model.onnx", device="gpu")
     with pytest.raises(Unsupported, match="fell back to CPUExecutionProvider"):
@@ -56,8 +77,11 @@ def test_an_onnxruntime_fallback_to_the_cpu_is_unsupported_not_run(tiny_run, mon
 def test_tensorflow_onnxruntime_and_openvino_predict_the_same_logits(tiny_run):
     tokens = np.random.default_rng(0).integers(1, 16, (3, MAX_LEN)).astype(np.int32)
     logits = []
-    for name, artifact in (("tf", "saved_model"), ("onnxruntime", "model.onnx"),
-                           ("openvino", "openvino")):
+    for name, artifact in (
+        ("tf", "saved_model"),
+        ("onnxruntime", "model.onnx"),
+        ("openvino", "openvino"),
+    ):
         path = tiny_run / artifact
         runtime = runtimes.get(name)(path, metadata=artifacts.read_metadata(path)).load()
         logits.append(runtime.predict((tokens,)))
@@ -98,13 +122,18 @@ def test_an_artifact_of_an_earlier_model_keras_is_not_served(tiny_run, tmp_path)
     run.mkdir()
     shutil.copy(tiny_run / "model.keras", run / "model.keras")
     proto = onnx.load(str(tiny_run / "model.onnx"))
-    recorded = {**artifacts.read_metadata(tiny_run / "model.onnx"),
-                "source_sha256": source_digest(run / "model.keras")}
+    recorded = {
+        **artifacts.read_metadata(tiny_run / "model.onnx"),
+        "source_sha256": source_digest(run / "model.keras"),
+    }
     onnx.helper.set_model_props(proto, {"arena_tf": json.dumps(recorded)})
     onnx.save(proto, str(run / "model.onnx"))
     assert runtimes.artifact_path(run, "onnxruntime", "fp32") == run / "model.onnx"
     with open(run / "model.keras", "ab") as model:  # trained on: other bytes
         model.write(b"\0")
-    with pytest.raises(Unsupported, match=r"model.onnx was exported from an earlier .*model.keras"
-                                          r".*export it again: python export/to_onnx.py"):
+    with pytest.raises(
+        Unsupported,
+        match=r"model.onnx was exported from an earlier .*model.keras"
+        r".*export it again: python export/to_onnx.py",
+    ):
         runtimes.artifact_path(run, "onnxruntime", "fp32")

@@ -1,6 +1,7 @@
 """Each scenario's schedule against the numbers Pentathlon's own code gives for the same seeds,
-computed here from `random` and numpy's global state as Pentathlon does (docs/guide/serving-and-pentathlon.md):
-rows are stand-ins (their indices), so the schedules must pick the same rows in the same order."""
+computed here from `random` and numpy's global state as Pentathlon does
+(docs/guide/serving-and-pentathlon.md): rows are stand-ins (their indices), so the schedules must
+pick the same rows in the same order."""
 
 import math
 import random
@@ -39,18 +40,17 @@ def pentathlon_limit(instances, limit):
     return instances
 
 
-def pentathlon_batches(scenario, rows, count=None, limit=None, batch_size=128, lam=128,
-                       draws=100):
+def pentathlon_batches(scenario, rows, count=None, limit=None, batch_size=128, lam=128, draws=100):
     np.random.seed(42)
     instances = pentathlon_limit(pentathlon_instances(rows, count), limit)
     if scenario != "random_batch":
         size = 1 if scenario == "single_stream" else batch_size
-        return [instances[i:i + size] for i in range(0, len(instances), size)]
+        return [instances[i : i + size] for i in range(0, len(instances), size)]
     batches, idx = [], 0
     for n in np.random.poisson(lam=lam, size=draws):
         if n == 0:
             continue
-        batches.append(instances[idx:idx + n])
+        batches.append(instances[idx : idx + n])
         idx += n
         if idx >= len(instances):
             break
@@ -58,8 +58,13 @@ def pentathlon_batches(scenario, rows, count=None, limit=None, batch_size=128, l
 
 
 def test_scenarios_have_pentathlons_names_and_ours_last():
-    assert scenarios.available() == ["fixed_batch", "random_batch", "single_stream", "offline",
-                                     "server"]
+    assert scenarios.available() == [
+        "fixed_batch",
+        "random_batch",
+        "single_stream",
+        "offline",
+        "server",
+    ]
     assert ScenarioOptions().batch_size == 128 and ScenarioOptions().poisson_mean == 128
     assert ScenarioOptions().poisson_draws == 100
 
@@ -100,8 +105,9 @@ def test_offline_writes_8000_sampled_instances_and_sends_the_limit_in_its_config
     assert limited.indices.tolist() == plan.indices.tolist() and limited.limit == 50
 
 
-@pytest.mark.parametrize("name, count", [("fixed_batch", None), ("random_batch", 4000),
-                                         ("single_stream", 1000)])
+@pytest.mark.parametrize(
+    "name, count", [("fixed_batch", None), ("random_batch", 4000), ("single_stream", 1000)]
+)
 def test_limit_keeps_pentathlons_seeded_choice(name, count):
     plan = schedule(name, 300, limit=200)
     assert sent(plan) == pentathlon_batches(name, range(300), count=count, limit=200)

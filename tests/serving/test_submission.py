@@ -1,8 +1,9 @@
-"""`python -m serving.submission` under a Pentathlon driver written from docs/guide/serving-and-pentathlon.md
-(tests/serving/pentathlon_driver.py): the tiny exported ListOps run, under ONNX Runtime, TF,
-OpenVINO and XLA, answers fixed_batch, single_stream and offline with the model's own predictions on the
-rows, and a malformed request with the sentinel and a non-zero exit. One online process per runtime serves
-both online scenarios and then the malformed request; one more serves offline."""
+"""`python -m serving.submission` under a Pentathlon driver written from
+docs/guide/serving-and-pentathlon.md (tests/serving/pentathlon_driver.py): the tiny exported ListOps
+run, under ONNX Runtime, TF, OpenVINO and XLA, answers fixed_batch, single_stream and offline with
+the model's own predictions on the rows, and a malformed request with the sentinel and a non-zero
+exit. One online process per runtime serves both online scenarios and then the malformed request;
+one more serves offline."""
 
 import json
 import os
@@ -22,7 +23,7 @@ from serving.submission import SIDE_PREFIX
 from tests.serving import pentathlon_driver as driver
 
 # One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
-pytestmark = pytest.mark.xdist_group("tiny_run")
+pytestmark = [pytest.mark.xdist_group("tiny_run"), pytest.mark.slow]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUNTIMES = ("onnxruntime", "tf", "openvino", "xla")
@@ -68,19 +69,28 @@ def served(request, tiny_run, rows, tmp_path_factory):
     """What the driver saw of one runtime: each scenario's instances and outputs, the failure of
     a malformed request, the exit status after it, stderr, and the model's own predictions."""
     runtime = request.param
-    scenarios = {"fixed_batch": driver.fixed_batch(rows),
-                 "single_stream": driver.single_stream(rows)}
+    scenarios = {
+        "fixed_batch": driver.fixed_batch(rows),
+        "single_stream": driver.single_stream(rows),
+    }
     seen = {"runtime": runtime}
     with driver.Online(command(tiny_run, runtime)) as online:
         for name, batches in scenarios.items():
             seen[name] = ([row for batch in batches for row in batch], online.run(batches))
         with pytest.raises(driver.SubmissionFailed) as failed:
             online.predict([rows[0], {"input": "( [MAX 2 nope ] )", "target": "2"}])
-        seen["failure"], seen["status"], seen["stderr"] = str(failed.value), online.close(), \
-            online.stderr()
+        seen["failure"], seen["status"], seen["stderr"] = (
+            str(failed.value),
+            online.close(),
+            online.stderr(),
+        )
     instances = driver.offline_instances(rows)
-    seen["offline"] = (instances, driver.offline(command(tiny_run, runtime, "--offline"),
-                                                 instances, tmp_path_factory.mktemp("offline")))
+    seen["offline"] = (
+        instances,
+        driver.offline(
+            command(tiny_run, runtime, "--offline"), instances, tmp_path_factory.mktemp("offline")
+        ),
+    )
     labels, predicted = own_predictions(tiny_run, runtime)
     seen["labels"], seen["own"] = labels, dict(zip((row["input"] for row in rows), predicted))
     return seen
@@ -117,8 +127,11 @@ def test_a_malformed_request_gives_the_sentinel_traceback_and_a_non_zero_exit(se
 
 
 def test_the_side_channel_reports_the_runtime_and_each_model_call(served):
-    events = [json.loads(line[len(SIDE_PREFIX):]) for line in served["stderr"].splitlines()
-              if line.startswith(SIDE_PREFIX)]
+    events = [
+        json.loads(line[len(SIDE_PREFIX) :])
+        for line in served["stderr"].splitlines()
+        if line.startswith(SIDE_PREFIX)
+    ]
     loaded, *batches, last = events
     assert loaded["event"] == "loaded" and loaded["runtime"] == served["runtime"]
     assert loaded["precision"] == loaded["artifact_precision"] == "fp32"
@@ -171,16 +184,23 @@ def test_requests_must_be_lists_and_offline_limits_keep_the_first_rows(tmp_path)
 
 @pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
 def test_an_onnxruntime_or_openvino_submission_loads_neither_tensorflow_nor_keras(
-        tiny_run, rows, runtime):
+    tiny_run, rows, runtime
+):
     """Its memory and start-up are the runtime's own, as a deployment without TensorFlow has it."""
     if runtime == "openvino":
         pytest.importorskip("openvino")
-    script = ("import json, sys\n"
-              "from serving.submission import Submission\n"
-              "submission = Submission.load(sys.argv[1], sys.argv[3])\n"
-              "print(json.dumps(submission.predict(json.loads(sys.argv[2]))))\n"
-              "print(json.dumps(sorted({'tensorflow', 'keras'} & set(sys.modules))))\n")
-    done = subprocess.run([sys.executable, "-c", script, str(tiny_run), json.dumps(rows[:3]),
-                           runtime], capture_output=True, text=True, check=True)
+    script = (
+        "import json, sys\n"
+        "from serving.submission import Submission\n"
+        "submission = Submission.load(sys.argv[1], sys.argv[3])\n"
+        "print(json.dumps(submission.predict(json.loads(sys.argv[2]))))\n"
+        "print(json.dumps(sorted({'tensorflow', 'keras'} & set(sys.modules))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tiny_run), json.dumps(rows[:3]), runtime],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     predicted, imported = map(json.loads, done.stdout.splitlines())
     assert len(predicted) == 3 and imported == []

@@ -13,10 +13,20 @@ PATHFINDER_DIR = generator.PATHFINDER32.release_path  # pathfinder32/curv_contou
 
 def run_module(argv, cwd):
     """`python -m ARGV...` in `cwd` (offline, this checkout importable): the CompletedProcess."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ARENA_TF_DOWNLOAD": "0",
-           "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run([sys.executable, "-m", *map(str, argv)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "ARENA_TF_DOWNLOAD": "0",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", *map(str, argv)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def snapshot(path):
@@ -35,8 +45,14 @@ def write_listops(folder, body):
 
 def pathfinder_set(root, count, images_per_folder=6):
     """`count` generated Pathfinder images under root/pathfinder32/...; the dataset directory."""
-    return generator.write_dataset(root, generator.PATHFINDER32, count, seed=0, processes=1,
-                                   images_per_folder=images_per_folder)
+    return generator.write_dataset(
+        root,
+        generator.PATHFINDER32,
+        count,
+        seed=0,
+        processes=1,
+        images_per_folder=images_per_folder,
+    )
 
 
 def truncate(path):

@@ -12,8 +12,7 @@ import pytest
 import arena_tf.tasks as tasks
 from arena_tf import data
 from tests.one_line import assert_one_error_line
-from tests.tasks.helpers import (PATHFINDER_DIR, pathfinder_set, snapshot, truncate,
-                                 write_listops)
+from tests.tasks.helpers import PATHFINDER_DIR, pathfinder_set, snapshot, truncate, write_listops
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.
 pytestmark = pytest.mark.xdist_group("test_bad_data")
@@ -44,7 +43,8 @@ def copy_of(root, tmp_path):
 
 
 def in_process(capsys, monkeypatch, cwd, *argv):
-    """(exit code, stdout, stderr) of `python -m arena_tf.data ARGV` run in this process in `cwd`."""
+    """(exit code, stdout, stderr) of `python -m arena_tf.data ARGV` run in this process in
+    `cwd`."""
     monkeypatch.chdir(cwd)
     try:
         code = data.main([str(arg) for arg in argv])
@@ -81,14 +81,16 @@ def test_malformed_listops_row_is_named_by_file_and_line(capsys, monkeypatch, tm
     folder = write_listops(tmp_path / "data", GOOD + row + "\n" + GOOD)
     (cwd := tmp_path / "cwd").mkdir()
     before = snapshot(folder)
-    code, out, err = in_process(capsys, monkeypatch, cwd, "prepare", "--task=listops",
-                                f"--data_dir={folder}")
+    code, out, err = in_process(
+        capsys, monkeypatch, cwd, "prepare", "--task=listops", f"--data_dir={folder}"
+    )
     check_refused(code, err, before, snapshot(folder), cwd, f"basic_train.tsv:3: {says}")
     assert not out
 
 
 def test_listops_counts_the_malformed_lines_and_advises_regenerating_generated_data(
-        tmp_path, tiny_listops_dir):
+    tmp_path, tiny_listops_dir
+):
     folder = tmp_path / "generated"
     shutil.copytree(tiny_listops_dir, folder)
     lines = (folder / "basic_val.tsv").read_text().splitlines(keepends=True)
@@ -113,14 +115,16 @@ def test_listops_counts_the_malformed_lines_and_advises_regenerating_generated_d
         ("notes.npy", b"imgs/0 sample_0.png 0 1\n", "notes.npy: a metadata file not named"),
     ],
 )
-def test_broken_pathfinder_metadata_is_named_by_file_and_line(capsys, monkeypatch, pathfinder_12,
-                                                              tmp_path, name, content, says):
+def test_broken_pathfinder_metadata_is_named_by_file_and_line(
+    capsys, monkeypatch, pathfinder_12, tmp_path, name, content, says
+):
     root, directory = copy_of(pathfinder_12, tmp_path)
     (directory / "metadata" / name).write_bytes(content)
     (cwd := tmp_path / "cwd").mkdir()
     before = snapshot(root)
-    code, out, err = in_process(capsys, monkeypatch, cwd, "prepare", "--task=pathfinder",
-                                f"--data_dir={root}")
+    code, out, err = in_process(
+        capsys, monkeypatch, cwd, "prepare", "--task=pathfinder", f"--data_dir={root}"
+    )
     check_refused(code, err, before, snapshot(root), cwd, says)
     assert not out
 
@@ -129,33 +133,46 @@ def test_broken_pathfinder_metadata_is_named_by_file_and_line(capsys, monkeypatc
 
 
 def test_truncated_pngs_past_the_threshold_are_counted_and_the_first_named(
-        capsys, monkeypatch, pathfinder_200, tmp_path):
+    capsys, monkeypatch, pathfinder_200, tmp_path
+):
     root, directory = copy_of(pathfinder_200, tmp_path)
     for number in (3, 5, 8, 9):
         truncate(directory / f"imgs/0/sample_{number}.png")
     (cwd := tmp_path / "cwd").mkdir()
     before = snapshot(root)
-    code, out, err = in_process(capsys, monkeypatch, cwd, "prepare", "--task=pathfinder",
-                                f"--data_dir={root}")
+    code, out, err = in_process(
+        capsys, monkeypatch, cwd, "prepare", "--task=pathfinder", f"--data_dir={root}"
+    )
     first = ", ".join(f"{directory}/imgs/0/sample_{n}.png" for n in (3, 5, 8))
-    check_refused(code, err, before, snapshot(root), cwd,
-                  f"4 of 200 images in {directory} are unreadable (4 truncated: {first}, ...)",
-                  "at most 2 unreadable to skip")
+    check_refused(
+        code,
+        err,
+        before,
+        snapshot(root),
+        cwd,
+        f"4 of 200 images in {directory} are unreadable (4 truncated: {first}, ...)",
+        "at most 2 unreadable to skip",
+    )
     assert not out
 
 
 def test_unreadable_pngs_within_the_threshold_are_skipped_with_one_warning_line(
-        capsys, monkeypatch, pathfinder_200, tmp_path):
+    capsys, monkeypatch, pathfinder_200, tmp_path
+):
     root, directory = copy_of(pathfinder_200, tmp_path)
     (directory / "imgs/0/sample_3.png").write_bytes(b"")
     truncate(directory / "imgs/1/sample_7.png")  # image 107: in the training split
     (cwd := tmp_path / "cwd").mkdir()
     before = snapshot(root)
-    code, out, err = in_process(capsys, monkeypatch, cwd, "prepare", "--task=pathfinder",
-                                f"--data_dir={root}")
+    code, out, err = in_process(
+        capsys, monkeypatch, cwd, "prepare", "--task=pathfinder", f"--data_dir={root}"
+    )
     assert code == 0, err
     (line,) = err.splitlines()
-    assert line.startswith("warning: pathfinder: 2 of 200 images in ") and "1 empty, 1 truncated" in line
+    assert (
+        line.startswith("warning: pathfinder: 2 of 200 images in ")
+        and "1 empty, 1 truncated" in line
+    )
     assert "skipped them (at most 2 may be skipped)" in line
     assert "train          158 examples" in out  # 160 less the two unreadable ones
     assert snapshot(root) == before and not any(cwd.iterdir())
@@ -165,8 +182,16 @@ def test_max_bad_images_raises_the_threshold(capsys, monkeypatch, pathfinder_12,
     root, directory = copy_of(pathfinder_12, tmp_path)
     (directory / "imgs/0/sample_1.png").write_bytes(b"not a png at all")
     (cwd := tmp_path / "cwd").mkdir()
-    code, out, err = in_process(capsys, monkeypatch, cwd, "prepare", "--task=pathfinder",
-                                f"--data_dir={root}", "--set", "task.params.max_bad_images=1")
+    code, out, err = in_process(
+        capsys,
+        monkeypatch,
+        cwd,
+        "prepare",
+        "--task=pathfinder",
+        f"--data_dir={root}",
+        "--set",
+        "task.params.max_bad_images=1",
+    )
     assert code == 0 and len(err.splitlines()) == 1 and "(1 not PNG: " in err
     assert "train            9 examples" in out
 

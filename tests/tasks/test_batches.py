@@ -49,8 +49,9 @@ def assert_arrays_are_load_split(task, split):
 
 @pytest.mark.parametrize("split, max_len", [("train", None), ("validation", None), ("test", 24)])
 def test_listops_arrays_are_load_split(tiny_listops_dir, split, max_len):
-    assert_arrays_are_load_split(tasks.get("listops", data_dir=tiny_listops_dir, max_len=max_len),
-                                 split)
+    assert_arrays_are_load_split(
+        tasks.get("listops", data_dir=tiny_listops_dir, max_len=max_len), split
+    )
 
 
 def test_listops_arrays_do_not_depend_on_the_blocks_read(tiny_listops_dir, monkeypatch):
@@ -110,7 +111,8 @@ def test_pathfinder_arrays_skip_the_images_load_split_skips(pathfinder_root, tmp
         assert_arrays_are_load_split(task, "train")
     assert len(task.arrays("train")[1]) == len(paths) - 2
     assert {str(warning.message) for warning in caught} == {
-        f"skipped {paths[1]}: all-zero or unreadable PNG"}
+        f"skipped {paths[1]}: all-zero or unreadable PNG"
+    }
 
 
 def png_chunk(kind, data):
@@ -118,17 +120,27 @@ def png_chunk(kind, data):
 
 
 GRAY_32 = (32).to_bytes(4, "big") * 2 + bytes([8, 0, 0, 0, 0])  # IHDR: 32 x 32, 8-bit grey
-UNDECODABLE = b"".join([PNG_SIGNATURE, png_chunk(b"IHDR", GRAY_32),
-                        png_chunk(b"IDAT", b"not zlib data"), png_chunk(b"IEND", b"")])
+UNDECODABLE = b"".join(
+    [
+        PNG_SIGNATURE,
+        png_chunk(b"IHDR", GRAY_32),
+        png_chunk(b"IDAT", b"not zlib data"),
+        png_chunk(b"IEND", b""),
+    ]
+)
 
 
-@pytest.mark.parametrize("damage, says", [
-    (lambda path: Image.open(path).convert("RGB").save(path), "a RGB image"),
-    (lambda path: Image.new("L", (16, 16), 7).save(path), "16 x 16 pixels"),
-    (lambda path: path.write_bytes(UNDECODABLE), "cannot be decoded"),  # whole, checksums right
-])
+@pytest.mark.parametrize(
+    "damage, says",
+    [
+        (lambda path: Image.open(path).convert("RGB").save(path), "a RGB image"),
+        (lambda path: Image.new("L", (16, 16), 7).save(path), "16 x 16 pixels"),
+        (lambda path: path.write_bytes(UNDECODABLE), "cannot be decoded"),  # whole, checksums right
+    ],
+)
 def test_pathfinder_arrays_refuse_images_pillow_cannot_read_as_tf_in_one_line(
-        pathfinder_root, tmp_path, damage, says):
+    pathfinder_root, tmp_path, damage, says
+):
     shutil.copytree(pathfinder_root, tmp_path / "data")
     task = tasks.get("pathfinder", data_dir=tmp_path / "data")
     path = Path(task.examples("test")[0][0])
@@ -163,8 +175,12 @@ def test_a_task_read_through_tensorflow_says_how_to_install_it(monkeypatch, tmp_
     for read in (lambda: task.arrays("train"), lambda: task.batches("test", 8)):
         with pytest.raises(tasks.DataNotFoundError) as raised:
             read()
-        assert_one_error_line(f"error: {raised.value}\n", f"{name}: its data is read through",
-                              'pip install -e ".[tf]"', "(listops, pathfinder, pathx)")
+        assert_one_error_line(
+            f"error: {raised.value}\n",
+            f"{name}: its data is read through",
+            'pip install -e ".[tf]"',
+            "(listops, pathfinder, pathx)",
+        )
 
 
 # ------------------------------------------------------------------------------------- batches
@@ -266,10 +282,17 @@ print("imported:", sorted(name for name in sys.modules if name.startswith("tenso
 """
 
 
+@pytest.mark.slow
 def test_batches_are_built_without_tensorflow(tiny_listops_dir, pathfinder_root, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ARENA_TF_DOWNLOAD": "0"}
-    done = subprocess.run([sys.executable, "-c", NO_TENSORFLOW, tiny_listops_dir, pathfinder_root],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", NO_TENSORFLOW, tiny_listops_dir, pathfinder_root],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[:2] == ["listops (4, 2000) int32 (4,) int32", "pathfinder (2, 1024) int32"]
@@ -280,10 +303,19 @@ def test_batches_are_built_without_tensorflow(tiny_listops_dir, pathfinder_root,
 @pytest.mark.parametrize("length_buckets", [0, 4])
 def test_the_shards_of_a_batch_make_the_global_batch(listops_task, length_buckets):
     """Process i of n reads the i-th of n slices of every global batch, whatever n is."""
+
     def stream(shard, batch_size=4):
-        return itertools.islice(listops_task.batches(
-            "train", batch_size, repeat=True, length_buckets=length_buckets, start=3,
-            shard=shard), 14)
+        return itertools.islice(
+            listops_task.batches(
+                "train",
+                batch_size,
+                repeat=True,
+                length_buckets=length_buckets,
+                start=3,
+                shard=shard,
+            ),
+            14,
+        )
 
     for whole, *parts in zip(stream((0, 1)), stream((0, 2)), stream((1, 2))):
         for got, expected in zip(zip(*parts), whole):

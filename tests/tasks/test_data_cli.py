@@ -50,10 +50,16 @@ def test_preview_prints_decoded_examples(capsys, tiny_listops_dir):
         (["prepare", "--task=listops", "--bogus=1"], 2, "unrecognized arguments: --bogus=1"),
         (["prepare", "--task=retrieval", "--data_dir=/nonexistent"], 2, "no public mirror"),
         (["prepare", "--task=text", "--data_dir=/nonexistent"], 2, "'imdb_reviews' is not"),
-        (["prepare", "--task=listops", "--set", "model.num_layers=2"], 2,
-         "'model.num_layers=2' is not a task parameter"),
-        (["prepare", "--task=listops", "--set", "task.params.nope=1"], 2,
-         "unexpected keyword argument 'nope'"),
+        (
+            ["prepare", "--task=listops", "--set", "model.num_layers=2"],
+            2,
+            "'model.num_layers=2' is not a task parameter",
+        ),
+        (
+            ["prepare", "--task=listops", "--set", "task.params.nope=1"],
+            2,
+            "unexpected keyword argument 'nope'",
+        ),
         (["bench", "--task=listops", "--batches=0"], 2, "'0' is not a whole number >= 1"),
     ],
 )
@@ -83,8 +89,14 @@ def test_debug_shows_the_traceback_instead(capsys):
 
 
 def test_bench_times_the_training_pipeline(capsys, tiny_listops_dir):
-    code, out, err = run(capsys, "bench", "--task=listops", f"--data_dir={tiny_listops_dir}",
-                         "--batch_size=4", "--batches=10")
+    code, out, err = run(
+        capsys,
+        "bench",
+        "--task=listops",
+        f"--data_dir={tiny_listops_dir}",
+        "--batch_size=4",
+        "--batches=10",
+    )
     assert code == 0, err
     rate = re.search(r"listops: ([\d,]+) examples/s \(10 batches of 4", out)
     assert rate and int(rate.group(1).replace(",", "")) > 0

@@ -18,8 +18,9 @@ LOCK = ".pathfinder32-curv_contour_length_9.generating.lock"
 
 
 def ask(root, find, generate, task=TASK):
-    return sources.found_or_generated(task, root, "pathfinder32/curv_contour_length_9", find,
-                                      generate)
+    return sources.found_or_generated(
+        task, root, "pathfinder32/curv_contour_length_9", find, generate
+    )
 
 
 def test_a_second_caller_waits_for_the_first_generation_and_finds_its_data(tmp_path):
@@ -62,8 +63,10 @@ def test_a_waiting_caller_says_whom_it_waits_for(tmp_path, capfd):
     data = tmp_path / "made"
     err = ""
     with FileLock(tmp_path / LOCK):
-        waiter = threading.Thread(target=ask, args=(tmp_path, lambda: data if data.is_dir()
-                                                    else None, lambda: data.mkdir() or data))
+        waiter = threading.Thread(
+            target=ask,
+            args=(tmp_path, lambda: data if data.is_dir() else None, lambda: data.mkdir() or data),
+        )
         waiter.start()
         for _ in range(600):  # the waiter's line, however long a loaded machine takes to print it
             err += capfd.readouterr().err
@@ -74,8 +77,10 @@ def test_a_waiting_caller_says_whom_it_waits_for(tmp_path, capfd):
         data.mkdir()
     waiter.join(timeout=60)
     assert not waiter.is_alive()
-    assert err == (f"waiting for pid {os.getpid()}, which is generating "
-                   f"pathfinder32/curv_contour_length_9 in {tmp_path}\n")
+    assert err == (
+        f"waiting for pid {os.getpid()}, which is generating "
+        f"pathfinder32/curv_contour_length_9 in {tmp_path}\n"
+    )
 
 
 def test_a_task_that_may_not_generate_takes_no_lock_and_creates_no_folder(tmp_path):

@@ -35,8 +35,9 @@ def test_every_example_once_an_epoch_each_batch_cut_to_its_bucket(tiny_listops_d
     bounds = batches.bucket_lengths(MAX_LEN, 4)
     padded, labels = task.arrays("train")
     seen = []
-    for ids, label in task.dataset("train", 8, shuffle=True, drop_remainder=False,
-                                   length_buckets=4).as_numpy_iterator():
+    for ids, label in task.dataset(
+        "train", 8, shuffle=True, drop_remainder=False, length_buckets=4
+    ).as_numpy_iterator():
         assert ids.shape[1] in bounds
         longest = real_lengths(ids).max()
         assert ids.shape[1] == bounds[np.searchsorted(bounds, longest)]  # its bucket, no wider
@@ -46,14 +47,29 @@ def test_every_example_once_an_epoch_each_batch_cut_to_its_bucket(tiny_listops_d
 
 
 @TF_DATA
-@pytest.mark.parametrize("attention, block", [("s4d", "s4"), ("full", "transformer"),
-                                              ("mega", "mega")])
+@pytest.mark.parametrize(
+    "attention, block", [("s4d", "s4"), ("full", "transformer"), ("mega", "mega")]
+)
 def test_a_cut_batch_gives_the_padded_batch_logits(tiny_listops_dir, attention, block):
     task = listops(tiny_listops_dir)
-    model = build_classifier(ModelConfig(
-        attention=attention, block=block, num_layers=2, num_heads=2, emb_dim=16, qkv_dim=16,
-        mlp_dim=16, max_len=MAX_LEN, vocab_size=task.vocab_size, num_classes=10, pooling="mean",
-        position_embedding="none", dropout=0.0, attention_dropout=0.0))
+    model = build_classifier(
+        ModelConfig(
+            attention=attention,
+            block=block,
+            num_layers=2,
+            num_heads=2,
+            emb_dim=16,
+            qkv_dim=16,
+            mlp_dim=16,
+            max_len=MAX_LEN,
+            vocab_size=task.vocab_size,
+            num_classes=10,
+            pooling="mean",
+            position_embedding="none",
+            dropout=0.0,
+            attention_dropout=0.0,
+        )
+    )
     ids, _ = next(task.dataset("train", 8, length_buckets=8).as_numpy_iterator())
     assert ids.shape[1] < MAX_LEN
     padded = np.pad(ids, [[0, 0], [0, MAX_LEN - ids.shape[1]]])
@@ -61,7 +77,8 @@ def test_a_cut_batch_gives_the_padded_batch_logits(tiny_listops_dir, attention, 
 
 
 def test_grain_batches_are_cut_to_their_bucket_and_each_example_comes_once_an_epoch(
-        tiny_listops_dir):
+    tiny_listops_dir,
+):
     task = listops(tiny_listops_dir)
     bounds = batches.bucket_lengths(MAX_LEN, 4)
     padded, labels = task.arrays("train")
@@ -73,8 +90,7 @@ def test_grain_batches_are_cut_to_their_bucket_and_each_example_comes_once_an_ep
         seen = []
         for ids, label in (next(stream) for _ in range(per_epoch)):
             assert ids.shape[1] == bounds[np.searchsorted(bounds, real_lengths(ids).max())]
-            seen.extend(zip(map(tuple, np.pad(ids, [[0, 0], [0, MAX_LEN - ids.shape[1]]])),
-                            label))
+            seen.extend(zip(map(tuple, np.pad(ids, [[0, 0], [0, MAX_LEN - ids.shape[1]]])), label))
         assert len(set(seen)) == len(seen) == 4 * per_epoch and set(seen) <= examples
     assert len(set(buckets)) > 1
 

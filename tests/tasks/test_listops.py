@@ -8,7 +8,6 @@ import pytest
 import arena_tf.tasks as tasks
 from arena_tf.generators import listops as generator
 from arena_tf.tasks.listops import VOCABULARY
-
 from tests.tasks.conftest import TINY_LISTOPS as TINY
 
 

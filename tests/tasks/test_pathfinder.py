@@ -96,8 +96,13 @@ def _files(directory):
 
 def test_dataset_bytes_do_not_depend_on_the_number_of_processes(tmp_path):
     made = [
-        generator.write_dataset(tmp_path / str(processes), generator.PATHFINDER32, 12,
-                                processes=processes, images_per_folder=3)
+        generator.write_dataset(
+            tmp_path / str(processes),
+            generator.PATHFINDER32,
+            12,
+            processes=processes,
+            images_per_folder=3,
+        )
         for processes in (1, 2)
     ]
     single, double = (_files(directory) for directory in made)
@@ -110,8 +115,9 @@ def release(tmp_path_factory):
     """40 generated images in the release layout, 3 per folder (so 14 metadata files: numeric and
     text order differ), under root/pathfinder32/curv_contour_length_14."""
     root = tmp_path_factory.mktemp("pathfinder")
-    generator.write_dataset(root, generator.PATHFINDER32, 40, seed=1, processes=1,
-                            images_per_folder=3)
+    generator.write_dataset(
+        root, generator.PATHFINDER32, 40, seed=1, processes=1, images_per_folder=3
+    )
     return root
 
 
@@ -121,7 +127,11 @@ def _png(path):
 
 def test_layout_metadata_and_images_match_the_generator(release):
     directory = release / generator.PATHFINDER32.release_path
-    assert sorted(p.name for p in (directory / "metadata").iterdir())[:3] == ["0.npy", "1.npy", "10.npy"]
+    assert sorted(p.name for p in (directory / "metadata").iterdir())[:3] == [
+        "0.npy",
+        "1.npy",
+        "10.npy",
+    ]
     info = generator.read_info(directory)
     config = generator.config_from_info(info)
     line = (directory / "metadata" / "10.npy").read_text().splitlines()[2].split()
@@ -133,7 +143,9 @@ def test_layout_metadata_and_images_match_the_generator(release):
 def test_classes_are_balanced_in_every_split(release):
     summary = tasks.get("pathfinder", data_dir=release).prepare()
     assert {split: stats["examples"] for split, stats in summary.items()} == {
-        "train": 32, "validation": 4, "test": 4,
+        "train": 32,
+        "validation": 4,
+        "test": 4,
     }
     for stats in summary.values():
         assert abs(stats["labels"][0] - stats["labels"][1]) <= 1
@@ -145,7 +157,10 @@ def test_reader_yields_row_major_pixels_in_metadata_number_order(release):
     pixels, labels = zip(*task.load_split("validation").as_numpy_iterator())
     expected = index[32:36]  # rows 32..35 of the metadata read in file-number order 0, 1, ..., 13
     assert [Path(path).name for path, _ in expected] == [
-        "sample_2.png", "sample_0.png", "sample_1.png", "sample_2.png",
+        "sample_2.png",
+        "sample_0.png",
+        "sample_1.png",
+        "sample_2.png",
     ]
     assert list(labels) == [label for _, label in expected]
     for tokens, (path, _) in zip(pixels, expected):
@@ -188,8 +203,9 @@ def test_difficulties_follow_the_release_formulas_and_folders():
 
 
 def test_each_difficulty_reads_and_generates_its_own_release_folder(tmp_path):
-    easy = tasks.get("pathfinder", data_dir=tmp_path, difficulty="easy", num_examples=10,
-                     processes=1)
+    easy = tasks.get(
+        "pathfinder", data_dir=tmp_path, difficulty="easy", num_examples=10, processes=1
+    )
     assert easy.location() == str(tmp_path / "pathfinder32/curv_baseline")
     assert generator.read_info(easy.location())["config"]["contour_length"] == 6
     hard = tasks.get("pathfinder", data_dir=tmp_path, num_examples=10, processes=1)
@@ -269,15 +285,17 @@ def test_distance_baseline_needs_two_examples_or_more(capsys):
     assert generator.main(["--distance-baseline", "--count", "1"]) == 2
     error = capsys.readouterr().err.strip()
     assert "\n" not in error and error.startswith(
-        "error: --distance-baseline --count 1 leaves nothing to fit or to score")
+        "error: --distance-baseline --count 1 leaves nothing to fit or to score"
+    )
 
 
 @pytest.fixture(scope="module")
 def easy_set(tmp_path_factory):
     """200 easy images drawn with seed 3, 64 per folder: 160 train, 20 validation, 20 test."""
     easy = generator.config_for(32, "easy")
-    return generator.write_dataset(tmp_path_factory.mktemp("easy"), easy, 200, seed=3,
-                                   processes=1, images_per_folder=64)
+    return generator.write_dataset(
+        tmp_path_factory.mktemp("easy"), easy, 200, seed=3, processes=1, images_per_folder=64
+    )
 
 
 def _drawn_cues(config, seed, indices):
@@ -297,7 +315,8 @@ def test_distance_baseline_on_a_dataset_fits_its_train_split_and_scores_its_test
 
 
 def test_distance_baseline_on_a_dataset_refuses_a_label_the_generator_did_not_draw(
-        easy_set, tmp_path, capsys):
+    easy_set, tmp_path, capsys
+):
     altered = Path(shutil.copytree(easy_set, tmp_path / "altered"))
     metadata = altered / "metadata" / "3.npy"  # images 192..199, all in the test split
     lines = metadata.read_text().splitlines()
@@ -331,22 +350,42 @@ def _damaged_copy(easy_set, directory, case):
     return copy
 
 
-@pytest.mark.parametrize("case, flags, message", [
-    ("missing", [], "no such directory"), ("no info", [], "no generator.json"),
-    ("listops", [], "names generator 'arena_tf.generators.listops', version 1, not this "
-                    "Pathfinder generator (generator 'arena_tf.generators.pathfinder', version"),
-    ("older version", [], "version 0, not this Pathfinder generator"),
-    ("not JSON", [], "generator.json: not JSON; expected a dataset the Pathfinder generator wrote"),
-    ("a JSON list", [], "names a JSON list, not an object, not this Pathfinder generator"),
-    ("other size", ["--size", "128"], "holds pathfinder32/curv_baseline images (its "
-                                      "generator.json); expected pathfinder128/curv_baseline"),
-    ("other difficulty", ["--size", "32", "--difficulty", "hard"],
-     "expected pathfinder32/curv_contour_length_14 images, as --size and --difficulty say; leave "
-     "out --size and --difficulty"),
-    ("fewer images", [], "199 images in its metadata where its generator.json records 200"),
-])
+@pytest.mark.parametrize(
+    "case, flags, message",
+    [
+        ("missing", [], "no such directory"),
+        ("no info", [], "no generator.json"),
+        (
+            "listops",
+            [],
+            "names generator 'arena_tf.generators.listops', version 1, not this "
+            "Pathfinder generator (generator 'arena_tf.generators.pathfinder', version",
+        ),
+        ("older version", [], "version 0, not this Pathfinder generator"),
+        (
+            "not JSON",
+            [],
+            "generator.json: not JSON; expected a dataset the Pathfinder generator wrote",
+        ),
+        ("a JSON list", [], "names a JSON list, not an object, not this Pathfinder generator"),
+        (
+            "other size",
+            ["--size", "128"],
+            "holds pathfinder32/curv_baseline images (its "
+            "generator.json); expected pathfinder128/curv_baseline",
+        ),
+        (
+            "other difficulty",
+            ["--size", "32", "--difficulty", "hard"],
+            "expected pathfinder32/curv_contour_length_14 images, as --size and --difficulty say; "
+            "leave out --size and --difficulty",
+        ),
+        ("fewer images", [], "199 images in its metadata where its generator.json records 200"),
+    ],
+)
 def test_distance_baseline_refuses_what_is_not_a_whole_generated_dataset(
-        easy_set, tmp_path, capsys, case, flags, message):
+    easy_set, tmp_path, capsys, case, flags, message
+):
     copy = _damaged_copy(easy_set, tmp_path / "copy", case)
     directory = tmp_path / "nowhere" if case == "missing" else copy
     assert analysis_main(["distance-baseline", str(directory), *flags]) == 2
@@ -356,10 +395,12 @@ def test_distance_baseline_refuses_what_is_not_a_whole_generated_dataset(
 
 @pytest.mark.parametrize("count, split", [(0, "train"), (4, "test")])
 def test_distance_baseline_refuses_an_empty_split(tmp_path, count, split):
-    directory = generator.write_dataset(tmp_path, generator.config_for(32, "easy"), count,
-                                        processes=1)
-    with pytest.raises(tasks.BadDataError, match=f"its {split} split holds no image \\({count} "
-                                                 "images in all"):
+    directory = generator.write_dataset(
+        tmp_path, generator.config_for(32, "easy"), count, processes=1
+    )
+    with pytest.raises(
+        tasks.BadDataError, match=f"its {split} split holds no image \\({count} images in all"
+    ):
         split_distance_baseline(directory)
 
 

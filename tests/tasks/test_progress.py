@@ -9,9 +9,8 @@ import pytest
 import tensorflow as tf
 
 import arena_tf.tasks as tasks
-from arena_tf import data
+from arena_tf import data, progress
 from arena_tf.generators import pathfinder as pathfinder_generator
-from arena_tf import progress
 from arena_tf.tasks import listops as listops_task
 from arena_tf.tasks import sources
 from tests.tasks.conftest import TINY_LISTOPS
@@ -66,20 +65,23 @@ def test_a_short_step_prints_nothing_and_an_unknown_total_has_no_eta(capsys, mon
     assert capsys.readouterr().err == "open-ended: 40 examples, 4/s\n"
 
 
-def test_listops_generated_on_first_use_as_training_does_shows_progress(capsys, fake_clock,
-                                                                        tmp_path):
+def test_listops_generated_on_first_use_as_training_does_shows_progress(
+    capsys, fake_clock, tmp_path
+):
     task = tasks.get("listops", data_dir=tmp_path, generator_spec=TINY_LISTOPS, processes=1)
     task.load_split("train")  # what the trainer calls first
     err = capsys.readouterr().err
     total = sum(TINY_LISTOPS.size(split) for split in tasks.SPLITS)
     assert lines_matching(err, f"listops: generating into {tmp_path}", total, "expressions"), err
-    assert re.search(rf"^listops: checking {tmp_path}/basic_train.tsv: [\d.]+/[\d.]+ MB", err,
-                     re.MULTILINE), err
+    assert re.search(
+        rf"^listops: checking {tmp_path}/basic_train.tsv: [\d.]+/[\d.]+ MB", err, re.MULTILINE
+    ), err
     assert f"listops: generating into {tmp_path}: {total} expressions in " in err
 
 
-def test_pathfinder_generated_on_first_use_shows_generation_and_checking(capsys, fake_clock,
-                                                                        tmp_path):
+def test_pathfinder_generated_on_first_use_shows_generation_and_checking(
+    capsys, fake_clock, tmp_path
+):
     task = tasks.get("pathfinder", data_dir=tmp_path, num_examples=12, processes=1)
     task.load_split("train")
     err = capsys.readouterr().err
@@ -89,8 +91,9 @@ def test_pathfinder_generated_on_first_use_shows_generation_and_checking(capsys,
 
 
 def test_pathx_generator_shows_progress(capsys, fake_clock, tmp_path):
-    pathfinder_generator.write_dataset(tmp_path, pathfinder_generator.PATHX128, 2, processes=1,
-                                       images_per_folder=1)
+    pathfinder_generator.write_dataset(
+        tmp_path, pathfinder_generator.PATHX128, 2, processes=1, images_per_folder=1
+    )
     err = capsys.readouterr().err
     what = f"pathfinder128: generating into {tmp_path}/pathfinder128/curv_contour_length_14"
     shown = lines_matching(err, what, 2, "images")

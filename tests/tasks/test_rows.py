@@ -28,8 +28,10 @@ def assert_rows_give_load_split_ids(task, split="test"):
         for got, want in zip(task.row_ids(row), expected, strict=True):
             assert got.dtype == np.int32
             np.testing.assert_array_equal(got, want)
-    for got, want in zip(task.rows_to_arrays(rows), zip(*[e[0] if isinstance(e[0], tuple)
-                                                          else (e[0],) for e in examples])):
+    for got, want in zip(
+        task.rows_to_arrays(rows),
+        zip(*[e[0] if isinstance(e[0], tuple) else (e[0],) for e in examples]),
+    ):
         np.testing.assert_array_equal(got, np.stack(want))
     return rows
 
@@ -107,8 +109,16 @@ def test_a_malformed_row_in_a_batch_is_named_by_its_index():
 
 def test_data_rows_writes_the_first_rows_as_json_lines(tiny_listops_dir, tmp_path, capsys):
     out = tmp_path / "rows" / "test.jsonl"
-    code = data.main(["rows", "--task=listops", f"--data_dir={tiny_listops_dir}",
-                      "--split=validation", "--limit=5", f"--out={out}"])
+    code = data.main(
+        [
+            "rows",
+            "--task=listops",
+            f"--data_dir={tiny_listops_dir}",
+            "--split=validation",
+            "--limit=5",
+            f"--out={out}",
+        ]
+    )
     assert code == 0
     task = tasks.get("listops", data_dir=tiny_listops_dir)
     expected = list(task.rows("validation"))[:5]
@@ -119,6 +129,7 @@ def test_data_rows_writes_the_first_rows_as_json_lines(tiny_listops_dir, tmp_pat
 def test_data_rows_to_stdout_and_an_unknown_split_in_one_line(tiny_listops_dir, capsys):
     assert data.main(["rows", "--task=listops", f"--data_dir={tiny_listops_dir}"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 20
-    assert data.main(["rows", "--task=listops", f"--data_dir={tiny_listops_dir}",
-                      "--split=dev"]) == 2
+    assert (
+        data.main(["rows", "--task=listops", f"--data_dir={tiny_listops_dir}", "--split=dev"]) == 2
+    )
     assert capsys.readouterr().err.startswith("error: unknown split 'dev'; expected one of")

@@ -17,32 +17,52 @@ import pytest
 from arena_tf.generators import listops
 
 # Short expressions (at most 29 tokens) so a tiny model learns them in seconds.
-LISTOPS = listops.ListOpsSpec(train=3000, validation=300, test=300, min_length=1, max_length=30,
-                              seed=1)
+LISTOPS = listops.ListOpsSpec(
+    train=3000, validation=300, test=300, min_length=1, max_length=30, seed=1
+)
 MAX_LEN = 32
 
 # A tiny model and loop; tests add the number of steps and what they exercise.
 TINY = [
     f"task.max_len={MAX_LEN}",
-    "model.num_layers=1", "model.num_heads=2", "model.emb_dim=32", "model.qkv_dim=32",
-    "model.mlp_dim=64", "model.dropout=0.0", "model.attention_dropout=0.0",
-    "train.batch_size=32", "train.learning_rate=0.003", "train.schedule=cosine",
-    "train.warmup_steps=10", "train.weight_decay=0.0", "train.eval_batches=4",
+    "model.num_layers=1",
+    "model.num_heads=2",
+    "model.emb_dim=32",
+    "model.qkv_dim=32",
+    "model.mlp_dim=64",
+    "model.dropout=0.0",
+    "model.attention_dropout=0.0",
+    "train.batch_size=32",
+    "train.learning_rate=0.003",
+    "train.schedule=cosine",
+    "train.warmup_steps=10",
+    "train.weight_decay=0.0",
+    "train.eval_batches=4",
 ]
 
 
 def loop(steps, log_every=1, eval_every=None, checkpoint_every=None):
-    """--set overrides for the loop: `steps` steps, validation and checkpoint at the end by default."""
-    return [f"train.num_train_steps={steps}", f"train.log_every={log_every}",
-            f"train.eval_every={eval_every or steps}",
-            f"train.checkpoint_every={checkpoint_every or steps}"]
+    """--set overrides for the loop: `steps` steps, validation and checkpoint at the end by
+    default."""
+    return [
+        f"train.num_train_steps={steps}",
+        f"train.log_every={log_every}",
+        f"train.eval_every={eval_every or steps}",
+        f"train.checkpoint_every={checkpoint_every or steps}",
+    ]
 
 
 def cli_args(data_dir, run_dir, overrides, model="full", extra=()):
     """`python -m arena_tf.train` arguments for ListOps with these --set overrides."""
     sets = [f"--set={text}" for text in overrides]
-    return ["--task=listops", f"--model={model}", f"--data_dir={data_dir}",
-            f"--run_dir={run_dir}", *sets, *extra]
+    return [
+        "--task=listops",
+        f"--model={model}",
+        f"--data_dir={data_dir}",
+        f"--run_dir={run_dir}",
+        *sets,
+        *extra,
+    ]
 
 
 TRAIN = [sys.executable, "-m", "arena_tf.train"]
@@ -52,10 +72,16 @@ DRIVER = [sys.executable, str(pathlib.Path(__file__).with_name("driver.py"))]
 def start(command, env=None):
     """Start a command (a Popen; stdout and stderr piped, as text) with extra environment (a value
     of None removes that variable)."""
-    environ = {key: value for key, value in {**os.environ, **(env or {})}.items()
-               if value is not None}
-    return subprocess.Popen([str(part) for part in command], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=environ)
+    environ = {
+        key: value for key, value in {**os.environ, **(env or {})}.items() if value is not None
+    }
+    return subprocess.Popen(
+        [str(part) for part in command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+    )
 
 
 # A hang guard, not a speed limit: generous enough for a crowded 2-core machine.

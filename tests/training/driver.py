@@ -1,5 +1,6 @@
-"""`python -m tests.training.driver WEIGHTS.npz [arena_tf.train arguments]`: train as the command line
-does, then save the final weights of this process's model (every worker's, not only the chief's)."""
+"""`python -m tests.training.driver WEIGHTS.npz [arena_tf.train arguments]`: train as the command
+line does, then save the final weights of this process's model (every worker's, not only the
+chief's)."""
 
 import sys
 

@@ -11,15 +11,14 @@ layer harness fits each layer; the save/load contract predicts through a masked 
 import collections
 import json
 
+import keras
 import numpy as np
 import pytest
 import yaml
 
-import keras
-
 from arena_tf import train
-from arena_tf.training.verdict import verdict
 from arena_tf.training.events import read_scalars
+from arena_tf.training.verdict import verdict
 from tests.training.conftest import TINY, loop
 
 # Patterns small enough for 33 positions (32 tokens and CLS).
@@ -33,10 +32,25 @@ SMALL = {
     "sinkhorn": ["block_size=8"],
     "sparse": ["block_size=8", "summary_size=2"],
 }
-SCALARS = {"loss", "accuracy", "learning_rate", "steps_per_second", "examples_per_second",
-           "peak_memory_mb"}
-METRICS = {"test_accuracy", "test_loss", "test_chance", "test_verdict", "steps", "wall_time_s",
-           "examples_per_second", "parameters", "peak_memory_mb"}
+SCALARS = {
+    "loss",
+    "accuracy",
+    "learning_rate",
+    "steps_per_second",
+    "examples_per_second",
+    "peak_memory_mb",
+}
+METRICS = {
+    "test_accuracy",
+    "test_loss",
+    "test_chance",
+    "test_verdict",
+    "steps",
+    "wall_time_s",
+    "examples_per_second",
+    "parameters",
+    "peak_memory_mb",
+}
 STEPS = 3
 
 
@@ -65,8 +79,9 @@ def test_tiny_run_writes_a_complete_run_directory(name, listops_dir, tmp_path):
     for split in ("train", "validation"):
         scalars = read_scalars(run_dir / split)
         expected = SCALARS if split == "train" else {"loss", "accuracy"}  # what evaluation measures
-        assert expected <= set(scalars) and (split == "train" or set(scalars) == expected), \
+        assert expected <= set(scalars) and (split == "train" or set(scalars) == expected), (
             f"{split} holds {sorted(scalars)}"
+        )
         assert max(scalars["loss"]) == STEPS
         assert all(np.isfinite(list(values.values())).all() for values in scalars.values())
     assert sorted(read_scalars(run_dir / "train")["loss"]) == list(range(1, STEPS + 1))
@@ -85,5 +100,6 @@ def test_tiny_run_writes_a_complete_run_directory(name, listops_dir, tmp_path):
 
     loaded = keras.saving.load_model(run_dir / "model.keras")
     tokens = next(iter(trainer.task.dataset("test", 8)))[0]
-    np.testing.assert_allclose(loaded(tokens, training=False),
-                               trainer.model(tokens, training=False), atol=1e-5)
+    np.testing.assert_allclose(
+        loaded(tokens, training=False), trainer.model(tokens, training=False), atol=1e-5
+    )

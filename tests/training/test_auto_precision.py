@@ -28,15 +28,17 @@ def restored_policy():
 
 
 def tiny_metrics(data_dir, run_dir, overrides=()):
-    config, task = train.build_experiment("listops", "full", [*TINY, *loop(2), *overrides],
-                                          data_dir=data_dir)
+    config, task = train.build_experiment(
+        "listops", "full", [*TINY, *loop(2), *overrides], data_dir=data_dir
+    )
     trainer = train.Trainer(config, task, run_dir, train.backend.Distribution(), verbose=False)
     trainer.fit()
     return json.loads((run_dir / "metrics.json").read_text())
 
 
-def test_on_a_gpu_auto_trains_in_bf16_and_states_its_utilisation(listops_dir, tmp_path,
-                                                                  monkeypatch, restored_policy):
+def test_on_a_gpu_auto_trains_in_bf16_and_states_its_utilisation(
+    listops_dir, tmp_path, monkeypatch, restored_policy
+):
     monkeypatch.setattr(auto_precision, "gpu_detected", lambda: True)
     monkeypatch.setattr(utilisation, "bf16_matmul_tflops", lambda: 2.0)
     metrics = tiny_metrics(listops_dir, tmp_path / "gpu")
@@ -58,8 +60,9 @@ def test_on_a_cpu_auto_trains_in_float32_without_utilisation(listops_dir, tmp_pa
     assert metrics["precision"] == "float32" and "model_flop_utilisation" not in metrics
 
 
-def test_a_resumed_run_keeps_the_precision_it_was_saved_in(listops_dir, tmp_path, monkeypatch,
-                                                           restored_policy):
+def test_a_resumed_run_keeps_the_precision_it_was_saved_in(
+    listops_dir, tmp_path, monkeypatch, restored_policy
+):
     monkeypatch.setattr(auto_precision, "gpu_detected", lambda: False)
     tiny_metrics(listops_dir, tmp_path / "run")  # float32 on the CPU, config.yaml says so
     monkeypatch.setattr(auto_precision, "gpu_detected", lambda: True)

@@ -36,8 +36,10 @@ def test_log_gets_one_plain_line_per_update():
     progress = train.Progress.steps(4, enabled=True, stream=log)
     for step in (2, 4):
         progress.log(step, {"loss": 0.25, "accuracy": 0.5, "steps/s": 10.0})
-    assert log.getvalue() == ("step 2/4: loss 0.25, accuracy 0.5, steps/s 10\n"
-                              "step 4/4: loss 0.25, accuracy 0.5, steps/s 10\n")
+    assert log.getvalue() == (
+        "step 2/4: loss 0.25, accuracy 0.5, steps/s 10\n"
+        "step 4/4: loss 0.25, accuracy 0.5, steps/s 10\n"
+    )
 
 
 def test_quiet_progress_prints_nothing(capsys):
@@ -49,7 +51,10 @@ def test_quiet_progress_prints_nothing(capsys):
 
 def test_strategy_line_states_that_no_accelerator_was_found():
     line = describe(make_strategy())
-    assert line == "default strategy with 1 replica(s) on /device:CPU:0; CPU only (no GPU or TPU found)"
+    assert (
+        line
+        == "default strategy with 1 replica(s) on /device:CPU:0; CPU only (no GPU or TPU found)"
+    )
 
 
 class Clock:
@@ -65,9 +70,11 @@ class Clock:
 def quiet_progress(total=10):
     """A Progress on a log with a hand-moved clock, a line at most every 3 s and no thread."""
     log, clock = io.StringIO(), Clock()
-    return train.Progress.steps(total, enabled=True, stream=log, every=3, clock=clock,
-                                thread=False), \
-        log, clock
+    return (
+        train.Progress.steps(total, enabled=True, stream=log, every=3, clock=clock, thread=False),
+        log,
+        clock,
+    )
 
 
 def test_a_status_line_every_few_seconds_with_steps_per_second_and_eta():
@@ -86,8 +93,10 @@ def test_a_status_line_every_few_seconds_with_steps_per_second_and_eta():
 
 def test_a_long_phase_is_named_with_its_time_and_batches():
     progress, log, clock = quiet_progress()
-    with progress.working("compiling the training step", announce="compiling the training step"
-                          " (the first step builds the graph)"):
+    with progress.working(
+        "compiling the training step",
+        announce="compiling the training step (the first step builds the graph)",
+    ):
         clock.now = 5
         progress.tick()
     with progress.working("validation at step 10", of=4):
@@ -102,21 +111,30 @@ def test_a_long_phase_is_named_with_its_time_and_batches():
 
 
 def test_durations_read_as_seconds_minutes_or_hours():
-    assert [progress.duration(s) for s in (0.4, 35, 245, 7380)] == ["0 s", "35 s", "4 min 05 s",
-                                                                 "2 h 03 min"]
+    assert [progress.duration(s) for s in (0.4, 35, 245, 7380)] == [
+        "0 s",
+        "35 s",
+        "4 min 05 s",
+        "2 h 03 min",
+    ]
 
 
-# TensorFlow's C++ log lines: "2026-01-01 12:00:00.000000: I tensorflow/...", absl's "W0000 00:00:...".
-TENSORFLOW_LOG = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |[IWEF]\d{4} |WARNING: All "
-                            r"log messages before absl)")
+# TensorFlow's C++ log lines: "2026-01-01 12:00:00.000000: I tensorflow/...", absl's
+# "W0000 00:00:...".
+TENSORFLOW_LOG = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |[IWEF]\d{4} |WARNING: All "
+    r"log messages before absl)"
+)
 
 
 def test_a_run_says_what_it_will_do_and_is_never_silent(listops_dir, tmp_path):
     """The command line in a log, a status line at every chance (ARENA_TF_PROGRESS_EVERY=0, so
     nothing depends on the machine's speed): the plan before the compiling step, steps/s and ETA
     while training, batches while evaluating, and no TensorFlow log on stderr."""
-    code, out, err = run(TRAIN + cli_args(listops_dir, tmp_path, [*TINY, *loop(3, log_every=100)]),
-                         env={"ARENA_TF_PROGRESS_EVERY": "0", "TF_CPP_MIN_LOG_LEVEL": None})
+    code, out, err = run(
+        TRAIN + cli_args(listops_dir, tmp_path, [*TINY, *loop(3, log_every=100)]),
+        env={"ARENA_TF_PROGRESS_EVERY": "0", "TF_CPP_MIN_LOG_LEVEL": None},
+    )
     assert code == 0, err[-3000:]
     noise = [line for line in err.splitlines() if TENSORFLOW_LOG.match(line)]
     assert not noise, noise  # (stderr may hold the data check's own progress lines)
@@ -128,9 +146,13 @@ def test_a_run_says_what_it_will_do_and_is_never_silent(listops_dir, tmp_path):
         assert found, f"no line matches {pattern!r} in:\n{out}"
         return found[0]
 
-    assert (first(r"plan: train full on listops for 3 steps of batch 32 ")
-            < first(r"compiling the training step \(") < first(r"first step done in \d+ s$")
-            < first(r"step 2/3: [\d.]+ steps/s, ETA \d+ s$")
-            < first(r"validation at step 3: batch 1/4, \d+ s so far$")
-            < first(r"test: batch 1, \d+ s so far$") < first(r"test accuracy "))
+    assert (
+        first(r"plan: train full on listops for 3 steps of batch 32 ")
+        < first(r"compiling the training step \(")
+        < first(r"first step done in \d+ s$")
+        < first(r"step 2/3: [\d.]+ steps/s, ETA \d+ s$")
+        < first(r"validation at step 3: batch 1/4, \d+ s so far$")
+        < first(r"test: batch 1, \d+ s so far$")
+        < first(r"test accuracy ")
+    )
     assert "\b" not in out and "\r" not in out and "\x1b" not in out

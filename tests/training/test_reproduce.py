@@ -29,6 +29,8 @@ from arena_tf.training.run_dir import checkpoint_steps
 from tests.one_line import assert_one_error_line
 from tests.training.conftest import TINY, loop
 
+pytestmark = pytest.mark.slow  # starts processes
+
 STEPS = 4
 
 
@@ -37,12 +39,19 @@ def setting(listops_dir, tmp_path):
     """(suite, runs dir, results.json, report path, suites dir) of a two-mechanism tiny suite."""
     suites = tmp_path / "suites"
     suites.mkdir()
-    (suites / "tiny-listops.yaml").write_text(yaml.safe_dump({
-        "task": "listops", "data_dir": str(listops_dir),
-        "overrides": [*TINY, *loop(STEPS, checkpoint_every=2)],
-        "mechanisms": ["linear", "local"], "seeds": [0], "target": 33.4,
-        "paper": {"linear": 16.13, "local": 15.82},
-    }))
+    (suites / "tiny-listops.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "task": "listops",
+                "data_dir": str(listops_dir),
+                "overrides": [*TINY, *loop(STEPS, checkpoint_every=2)],
+                "mechanisms": ["linear", "local"],
+                "seeds": [0],
+                "target": 33.4,
+                "paper": {"linear": 16.13, "local": 15.82},
+            }
+        )
+    )
     suite = load_suite("tiny-listops", suites)
     return suite, tmp_path / "runs", tmp_path / "results.json", tmp_path / "doc.md", suites
 
@@ -53,6 +62,7 @@ def forked_runs(command_server):
     the arguments of their `python -m arena_tf.train`, their output passed on, instead of a new
     process each that imports TensorFlow again. Only the module `running` sees the fork; the first
     test keeps new processes, as a user's suite starts them."""
+
     def call(command, env):
         result = command_server.run(command[1:], cwd=os.getcwd(), env=env)
         sys.stdout.write(result.stdout)
@@ -87,6 +97,7 @@ def test_a_suite_runs_once_resumes_with_resume_and_reports_from_results(setting,
     local = plan(suite, ["local"], runs_dir=runs_dir)[0]
     shorter = [a.replace(f"num_train_steps={STEPS}", "num_train_steps=2") for a in local.arguments]
     from arena_tf import train
+
     assert train.main(shorter) == 0
     (local.run_dir / "metrics.json").unlink()
     assert local.state() == "interrupted"
@@ -116,33 +127,52 @@ def test_unknown_suite_and_mechanism_are_one_line(setting, capfd):
     with pytest.raises(cli.UsageError, match="'full' is not in suite tiny-listops"):
         plan(suite, ["full"])
     (suites / "taskless.yaml").write_text("mechanisms: [full]\n")
-    with pytest.raises(cli.UsageError, match="taskless.yaml: no 'task'; expected a suite names its"):
+    with pytest.raises(
+        cli.UsageError, match="taskless.yaml: no 'task'; expected a suite names its"
+    ):
         load_suite("taskless", suites)
     (suites / "cut.yaml").write_text("task: listops\nmechanisms: [full, linear\n")
     with pytest.raises(cli.UsageError, match="cut.yaml: not valid YAML at line 3"):
         load_suite("cut", suites)
     (suites / "five.yaml").write_text("5\n")
-    with pytest.raises(cli.UsageError, match="five.yaml: holds a int, not a mapping; expected a "
-                       "mapping of data_dir, mechanisms"):
+    with pytest.raises(
+        cli.UsageError,
+        match="five.yaml: holds a int, not a mapping; expected a mapping of data_dir, mechanisms",
+    ):
         load_suite("five", suites)
     with pytest.raises(cli.UsageError, match="unknown suite '../suites/five'"):  # a path
         load_suite("../suites/five", suites)
 
 
 def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path):
-    (tmp_path / "mixed.yaml").write_text(yaml.safe_dump({
-        "task": "listops", "overrides": ["train.learning_rate=0.0001"],
-        "overrides_per_mechanism": {"s4d": ["train.learning_rate=0.001"]},
-        "target_per_mechanism": {"s4d": 50.0}, "target": 33.4,
-        "mechanisms": ["linear", "s4d"], "paper": {"linear": 16.13, "s4d": 60.0},
-        "paper_source": "published",
-    }))
+    (tmp_path / "mixed.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "task": "listops",
+                "overrides": ["train.learning_rate=0.0001"],
+                "overrides_per_mechanism": {"s4d": ["train.learning_rate=0.001"]},
+                "target_per_mechanism": {"s4d": 50.0},
+                "target": 33.4,
+                "mechanisms": ["linear", "s4d"],
+                "paper": {"linear": 16.13, "s4d": 60.0},
+                "paper_source": "published",
+            }
+        )
+    )
     suite = load_suite("mixed", tmp_path)
     linear, s4d = plan(suite, runs_dir=tmp_path)
     assert linear.command.count("learning_rate") == 1
     assert s4d.command.index("learning_rate=0.0001") < s4d.command.index("learning_rate=0.001 ")
-    rows = [{"mechanism": m, "test_accuracy": 0.45, "best_val_accuracy": 0.5, "chance": 0.17,
-             "final_train_accuracy": train} for m, train in (("linear", 0.6), ("s4d", None))]
+    rows = [
+        {
+            "mechanism": m,
+            "test_accuracy": 0.45,
+            "best_val_accuracy": 0.5,
+            "chance": 0.17,
+            "final_train_accuracy": train,
+        }
+        for m, train in (("linear", 0.6), ("s4d", None))
+    ]
     text = report.suite_table("mixed", rows, suite)
     assert "| published % |" in text
     assert "| `linear` | 45.0 | 50.0 | 60.0 | 16.13 | 17.0 | met |" in text
@@ -155,9 +185,16 @@ def test_a_mechanism_can_have_its_own_settings_target_and_paper_source(tmp_path)
 
 
 def test_a_stored_command_survives_the_shell_when_a_setting_holds_spaces(tmp_path):
-    (tmp_path / "spaced.yaml").write_text(yaml.safe_dump({
-        "task": "listops", "mechanisms": ["linear"], "paper": {},
-        "overrides": ["task.params.generator_spec={train: 20, min_length: 40}"]}))
+    (tmp_path / "spaced.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "task": "listops",
+                "mechanisms": ["linear"],
+                "paper": {},
+                "overrides": ["task.params.generator_spec={train: 20, min_length: 40}"],
+            }
+        )
+    )
     (run,) = plan(load_suite("spaced", tmp_path), runs_dir=tmp_path)
     words = shlex.split(run.command)
     assert words[:3] == ["python", "-m", "arena_tf.train"] and words[3:] == run.arguments
@@ -206,24 +243,44 @@ def test_a_run_resumed_from_a_checkpoint_without_its_time_reports_a_lower_bound(
 
 
 def test_a_suite_of_several_tasks_runs_each_and_reports_each_beside_its_paper(tmp_path):
-    (tmp_path / "two.yaml").write_text(yaml.safe_dump({
-        "task": ["listops", "image"], "mechanisms": ["full", "linear"],
-        "paper": {"listops": {"full": 36.37, "linear": 16.13}, "image": {"full": 42.44}},
-    }))
+    (tmp_path / "two.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "task": ["listops", "image"],
+                "mechanisms": ["full", "linear"],
+                "paper": {"listops": {"full": 36.37, "linear": 16.13}, "image": {"full": 42.44}},
+            }
+        )
+    )
     suite = load_suite("two", tmp_path)
     runs = plan(suite, runs_dir=tmp_path / "runs")
     assert [(run.task_name, run.mechanism) for run in runs] == [
-        ("listops", "full"), ("listops", "linear"), ("image", "full"), ("image", "linear")]
+        ("listops", "full"),
+        ("listops", "linear"),
+        ("image", "full"),
+        ("image", "linear"),
+    ]
     assert runs[2].run_dir == tmp_path / "runs" / "two" / "image" / "full-seed0"
     assert runs[2].command.startswith("python -m arena_tf.train --task=image --model=full")
-    assert plan(suite, ["linear"], tasks=["image"],
-                          runs_dir=tmp_path / "runs") == runs[3:]
+    assert plan(suite, ["linear"], tasks=["image"], runs_dir=tmp_path / "runs") == runs[3:]
     with pytest.raises(cli.UsageError, match="task 'text' is not in suite two"):
         plan(suite, tasks=["text"])
-    rows = [{"suite": "two", "task": "image", "mechanism": "full", "seed": 0,
-             "test_accuracy": 0.4, "best_val_accuracy": 0.41, "chance": 0.1, "steps": 9,
-             "train_seconds": 60, "device": "NVIDIA H100 x1", "git_commit": "abc",
-             "command": runs[2].command}]
+    rows = [
+        {
+            "suite": "two",
+            "task": "image",
+            "mechanism": "full",
+            "seed": 0,
+            "test_accuracy": 0.4,
+            "best_val_accuracy": 0.41,
+            "chance": 0.1,
+            "steps": 9,
+            "train_seconds": 60,
+            "device": "NVIDIA H100 x1",
+            "git_commit": "abc",
+            "command": runs[2].command,
+        }
+    ]
     results = tmp_path / "results.json"
     results.write_text(json.dumps(rows))
     text = write_report(results, tmp_path / "doc.md", tmp_path).read_text()
@@ -234,32 +291,58 @@ def test_a_suite_of_several_tasks_runs_each_and_reports_each_beside_its_paper(tm
 
 
 def test_the_readme_summary_shows_each_suite_with_its_paper_column_where_it_has_one(tmp_path):
-    (tmp_path / "easy.yaml").write_text(yaml.safe_dump({
-        "task": "pathfinder", "mechanisms": ["full", "local"], "target": 70,
-        "paper": {"full": 71.4}, "paper_source": "LRA"}))
-    (tmp_path / "harder.yaml").write_text(yaml.safe_dump({
-        "task": "pathfinder", "mechanisms": ["full"], "target": 60.3, "paper": None}))
-    rows = [{"suite": "easy", "mechanism": "full", "test_accuracy": 0.729},
-            {"suite": "harder", "mechanism": "full", "test_accuracy": 0.5}]
+    (tmp_path / "easy.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "task": "pathfinder",
+                "mechanisms": ["full", "local"],
+                "target": 70,
+                "paper": {"full": 71.4},
+                "paper_source": "LRA",
+            }
+        )
+    )
+    (tmp_path / "harder.yaml").write_text(
+        yaml.safe_dump(
+            {"task": "pathfinder", "mechanisms": ["full"], "target": 60.3, "paper": None}
+        )
+    )
+    rows = [
+        {"suite": "easy", "mechanism": "full", "test_accuracy": 0.729},
+        {"suite": "harder", "mechanism": "full", "test_accuracy": 0.5},
+    ]
     paused = tmp_path / "paused"
     text = report.headline(rows, tmp_path, ("easy", "harder"), paused)
-    assert text.splitlines()[0] == ("| mechanism | `easy` (pathfinder) test % | LRA % | "
-                                    "`harder` (pathfinder) test % |")
+    assert text.splitlines()[0] == (
+        "| mechanism | `easy` (pathfinder) test % | LRA % | `harder` (pathfinder) test % |"
+    )
     assert "| `full` | 72.9, met | 71.40 | 50.0, under 60.3 |" in text
     assert "| `local` | not run |  |  |" in text
     # a run carried unfinished reads paused, not "not run"
     (carried,) = plan(load_suite("easy", tmp_path), ["local"], paused_dir=paused)
     carried.archive.parent.mkdir(parents=True)
     carried.archive.touch()
-    assert "| `local` | paused |  |  |" in report.headline(rows, tmp_path, ("easy", "harder"),
-                                                           paused)
+    assert "| `local` | paused |  |  |" in report.headline(
+        rows, tmp_path, ("easy", "harder"), paused
+    )
 
 
 def report_row(suite, mechanism, accuracy, command, **extra):
-    return {"suite": suite, "task": "listops", "mechanism": mechanism, "seed": 0,
-            "test_accuracy": accuracy, "best_val_accuracy": accuracy, "chance": 0.17,
-            "steps": 10, "train_seconds": 60, "device": "CPU", "git_commit": "abc",
-            "command": command, **extra}
+    return {
+        "suite": suite,
+        "task": "listops",
+        "mechanism": mechanism,
+        "seed": 0,
+        "test_accuracy": accuracy,
+        "best_val_accuracy": accuracy,
+        "chance": 0.17,
+        "steps": 10,
+        "train_seconds": 60,
+        "device": "CPU",
+        "git_commit": "abc",
+        "command": command,
+        **extra,
+    }
 
 
 def test_a_row_of_another_backend_shows_a_command_that_runs_it_there(tmp_path):
@@ -267,31 +350,54 @@ def test_a_row_of_another_backend_shows_a_command_that_runs_it_there(tmp_path):
     pasting the command reproduces the run under JAX, not under the default TensorFlow."""
     command = "python -m arena_tf.train --task=listops --model={}"
     results = tmp_path / "results.json"
-    results.write_text(json.dumps([
-        report_row("a", "full", 0.19, command.format("full"), backend="jax",
-                   device="NVIDIA H200 x1"),
-        report_row("a", "linear", 0.36, command.format("linear"), backend="tensorflow")]))
+    results.write_text(
+        json.dumps(
+            [
+                report_row(
+                    "a",
+                    "full",
+                    0.19,
+                    command.format("full"),
+                    backend="jax",
+                    device="NVIDIA H200 x1",
+                ),
+                report_row("a", "linear", 0.36, command.format("linear"), backend="tensorflow"),
+            ]
+        )
+    )
     text = write_report(results, tmp_path / "doc.md", tmp_path).read_text()
-    assert "| NVIDIA H200 x1, jax | abc | `KERAS_BACKEND=jax python -m arena_tf.train " \
-           "--task=listops --model=full` |" in text
-    assert "| CPU, tensorflow | abc | `python -m arena_tf.train --task=listops --model=linear` |" \
+    assert (
+        "| NVIDIA H200 x1, jax | abc | `KERAS_BACKEND=jax python -m arena_tf.train "
+        "--task=listops --model=full` |" in text
+    )
+    assert (
+        "| CPU, tensorflow | abc | `python -m arena_tf.train --task=listops --model=linear` |"
         in text
+    )
     assert command_of({"command": "KERAS_BACKEND=jax x", "backend": "jax"}) == (
-        "KERAS_BACKEND=jax x")
+        "KERAS_BACKEND=jax x"
+    )
 
 
 def test_the_report_sets_each_mechanisms_attempts_side_by_side_with_what_differs(tmp_path):
     """A mechanism trained in two suites gets a table of both runs with the settings that differ
     between them (a later --set of a name wins; logging and checkpoint settings are left out); a
     mechanism trained in one suite gets none."""
-    base = "python -m arena_tf.train --task=listops --model={} --preset=cpu " \
-           "--set=train.learning_rate=0.0001 --set=train.log_every={} {} --set=train.seed=0"
-    commands = {("a", "linear"): base.format("linear", 50, ""),
-                ("b", "linear"): base.format("linear", 10, "--set=train.learning_rate=0.001 "
-                                             "--set=model.pooling=cls --data_dir=short"),
-                ("a", "local"): base.format("local", 50, "")}
-    rows = [report_row(suite, mechanism, accuracy, commands[suite, mechanism])
-            for (suite, mechanism), accuracy in zip(commands, (0.179, 0.352, 0.18))]
+    base = (
+        "python -m arena_tf.train --task=listops --model={} --preset=cpu "
+        "--set=train.learning_rate=0.0001 --set=train.log_every={} {} --set=train.seed=0"
+    )
+    commands = {
+        ("a", "linear"): base.format("linear", 50, ""),
+        ("b", "linear"): base.format(
+            "linear", 10, "--set=train.learning_rate=0.001 --set=model.pooling=cls --data_dir=short"
+        ),
+        ("a", "local"): base.format("local", 50, ""),
+    }
+    rows = [
+        report_row(suite, mechanism, accuracy, commands[suite, mechanism])
+        for (suite, mechanism), accuracy in zip(commands, (0.179, 0.352, 0.18))
+    ]
     results = tmp_path / "results.json"
     results.write_text(json.dumps(rows))
     text = write_report(results, tmp_path / "doc.md", tmp_path).read_text()
@@ -319,11 +425,12 @@ def test_merge_adds_the_rows_another_machine_recorded_and_never_overwrites(tmp_p
     assert merge([theirs], ours) == 1
     assert merge([theirs], ours) == 0
     assert [(r["mechanism"], r["test_accuracy"]) for r in json.loads(ours.read_text())] == [
-        ("linear", 0.36), ("local", 0.35)]
+        ("linear", 0.36),
+        ("local", 0.35),
+    ]
     before = ours.read_text()
     theirs.write_text(json.dumps([result("full", 0.3), result("linear", 0.2)]))
-    with pytest.raises(cli.UsageError, match="another result for tiny-listops/listops/"
-                                                       "linear/0"):
+    with pytest.raises(cli.UsageError, match="another result for tiny-listops/listops/linear/0"):
         merge([theirs], ours)
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(cli.UsageError, match="is not a results.json"):
@@ -349,7 +456,8 @@ def checkpointed_run(run_dir, step=250):
 
     (run_dir / "checkpoints").mkdir(parents=True)
     tf.train.Checkpoint(v=tf.Variable(tf.ones([64]))).write(
-        str(run_dir / "checkpoints" / f"ckpt-{step}"))
+        str(run_dir / "checkpoints" / f"ckpt-{step}")
+    )
     (run_dir / "config.yaml").write_text("task: {name: listops}\n")
     return run_dir
 
@@ -363,8 +471,11 @@ def test_a_damaged_paused_archive_is_one_line_naming_it(tmp_path, damage):
     data = archive.read_bytes()
     archive.write_bytes(data[: len(data) // 2] if damage == "cut" else b"not an archive" * 100)
     for read in (paused_runs.archived, lambda a: paused_runs.unpack(a, tmp_path / "again")):
-        with pytest.raises(cli.UsageError, match=rf"{archive.name} cannot be read .*; expected an "
-                                                 r"archive .* pack. wrote; restore it"):
+        with pytest.raises(
+            cli.UsageError,
+            match=rf"{archive.name} cannot be read .*; expected an "
+            r"archive .* pack. wrote; restore it",
+        ):
             read(archive)
     assert not (tmp_path / "again").exists()
 
@@ -375,14 +486,18 @@ def test_pack_refuses_a_checkpoint_that_cannot_be_read(tmp_path):
     index = run_dir / "checkpoints" / "ckpt-250.index"
     index.write_bytes(index.read_bytes()[: index.stat().st_size // 2])
     archive = tmp_path / "s4d-seed0.tar.gz"
-    with pytest.raises(cli.UsageError, match=r"ckpt-250 cannot be read .*; expected a complete "
-                                             r"checkpoint to pack; delete .*ckpt-250\.\*"):
+    with pytest.raises(
+        cli.UsageError,
+        match=r"ckpt-250 cannot be read .*; expected a complete "
+        r"checkpoint to pack; delete .*ckpt-250\.\*",
+    ):
         paused_runs.pack(run_dir, archive)
     assert not archive.exists()
 
 
 def test_a_packed_run_goes_on_in_a_fresh_checkout_and_a_recorded_row_is_not_trained_again(
-        setting, capfd, monkeypatch):
+    setting, capfd, monkeypatch
+):
     """A session ends with a run unfinished and runs/ is not committed: `pack` carries the run's
     newest checkpoint in the repository; a fresh checkout (no runs/) lists it as paused, shows the
     step in the report, refuses it without --resume, and with --resume unpacks it and finishes it
@@ -458,10 +573,15 @@ def test_a_rerun_takes_the_rows_own_command_and_is_reported_beside_it(setting, c
 @pytest.mark.parametrize("flag", ["--run_dir", "--run-dir"])
 def test_a_rerun_moves_old_and_new_commands_to_its_own_run_directory(flag):
     """Rows recorded before the kebab-case grammar say --run_dir=; newer ones --run-dir=."""
-    row = {"command": f"KERAS_BACKEND=jax python -m arena_tf.train --task=listops {flag}=runs/a "
-                      "--set=train.seed=0", "backend": "jax"}
-    assert reruns.command_of(row, "runs/rerun/b") == ({"KERAS_BACKEND": "jax"}, [
-        "--task=listops", "--set=train.seed=0", "--run-dir=runs/rerun/b"])
+    row = {
+        "command": f"KERAS_BACKEND=jax python -m arena_tf.train --task=listops {flag}=runs/a "
+        "--set=train.seed=0",
+        "backend": "jax",
+    }
+    assert reruns.command_of(row, "runs/rerun/b") == (
+        {"KERAS_BACKEND": "jax"},
+        ["--task=listops", "--set=train.seed=0", "--run-dir=runs/rerun/b"],
+    )
 
 
 def test_a_suite_records_its_train_command_in_the_kebab_case_grammar(setting):
@@ -484,17 +604,24 @@ def test_recorded_commands_read_the_same_in_either_flag_spelling():
     """Rows recorded before the kebab-case grammar say --data_dir; newer ones --data-dir."""
     old = "python -m arena_tf.train --preset=cpu --data_dir=short --set=model.pooling=cls"
     new = "python -m arena_tf.train --preset=cpu --data-dir=short --set=model.pooling=cls"
-    assert report.settings_of(old) == report.settings_of(new) == {
-        "preset": "cpu", "data_dir": "short", "model.pooling": "cls"}
+    assert (
+        report.settings_of(old)
+        == report.settings_of(new)
+        == {"preset": "cpu", "data_dir": "short", "model.pooling": "cls"}
+    )
 
 
 def test_the_intermediate_pathfinder_target_is_its_recorded_distance_baseline_plus_five_points():
     """pathfinder-intermediate's target stands on the distance rule's score on the suite's own test
     split, as `analysis distance-baseline` printed it into distance-baselines.txt."""
-    recorded = (suites_module.ROOT / "docs" / "results" / "reproduction"
-                / "distance-baselines.txt").read_text()
-    found = re.search(r"pathfinder32 intermediate: .* scores ([\d.]+)% on the test split of "
-                      r"data/pathfinder/pathfinder32/curv_contour_length_9", recorded)
+    recorded = (
+        suites_module.ROOT / "docs" / "results" / "reproduction" / "distance-baselines.txt"
+    ).read_text()
+    found = re.search(
+        r"pathfinder32 intermediate: .* scores ([\d.]+)% on the test split of "
+        r"data/pathfinder/pathfinder32/curv_contour_length_9",
+        recorded,
+    )
     suite = load_suite("pathfinder-intermediate")
     assert "task.params.difficulty=intermediate" in suite.overrides
     assert suite.target == pytest.approx(float(found.group(1)) + 5.0)

@@ -1,5 +1,6 @@
 """Every results.json row names the dtype its run trained in and the device: new rows from the
-run's metrics.json, rows recorded before rows named a dtype as float32 (what every such run used)."""
+run's metrics.json, rows recorded before rows named a dtype as float32 (what every such run
+used)."""
 
 import json
 
@@ -13,13 +14,23 @@ from tests.training.conftest import TINY, loop
 
 
 @pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
-def test_a_new_row_names_the_precision_and_device_its_run_trained_on(precision, listops_dir,
-                                                                      tmp_path):
+def test_a_new_row_names_the_precision_and_device_its_run_trained_on(
+    precision, listops_dir, tmp_path
+):
     suites = tmp_path / "suites"
     suites.mkdir()
-    (suites / "tiny.yaml").write_text(yaml.safe_dump({
-        "task": "listops", "data_dir": str(listops_dir), "mechanisms": ["linear"], "seeds": [0],
-        "overrides": [*TINY, *loop(2), f"train.precision={precision}"], "paper": {}}))
+    (suites / "tiny.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "task": "listops",
+                "data_dir": str(listops_dir),
+                "mechanisms": ["linear"],
+                "seeds": [0],
+                "overrides": [*TINY, *loop(2), f"train.precision={precision}"],
+                "paper": {},
+            }
+        )
+    )
     suite = load_suite("tiny", suites)
     runs = plan(suite, runs_dir=tmp_path / "runs")
     results = tmp_path / "results.json"
@@ -33,12 +44,23 @@ def test_a_new_row_names_the_precision_and_device_its_run_trained_on(precision, 
 
 def old_row(mechanism):
     """A row as results.json held it before rows named their dtype."""
-    return {"suite": "s", "task": "listops", "mechanism": mechanism, "seed": 0,
-            "test_accuracy": 0.35, "best_val_accuracy": 0.36, "test_examples": 2000,
-            "steps": 5000, "train_seconds": 1800.0, "device": "CPU: AMD EPYC, 2 cores",
-            "date": "2026-11-27", "git_commit": "2de9d5f", "backend": "tensorflow",
-            "command": f"python -m arena_tf.train --model={mechanism}",
-            "validation_curve": [[5000, 0.36]]}
+    return {
+        "suite": "s",
+        "task": "listops",
+        "mechanism": mechanism,
+        "seed": 0,
+        "test_accuracy": 0.35,
+        "best_val_accuracy": 0.36,
+        "test_examples": 2000,
+        "steps": 5000,
+        "train_seconds": 1800.0,
+        "device": "CPU: AMD EPYC, 2 cores",
+        "date": "2026-11-27",
+        "git_commit": "2de9d5f",
+        "backend": "tensorflow",
+        "command": f"python -m arena_tf.train --model={mechanism}",
+        "validation_curve": [[5000, 0.36]],
+    }
 
 
 def test_rows_recorded_without_a_dtype_read_as_float32_and_are_written_with_it(tmp_path):
@@ -49,7 +71,9 @@ def test_rows_recorded_without_a_dtype_read_as_float32_and_are_written_with_it(t
     record({**old_row("linear"), "dtype": "mixed_bfloat16"}, results)
     stored = json.loads(results.read_text())
     assert [(row["mechanism"], row["dtype"]) for row in stored] == [
-        ("full", "float32"), ("linear", "mixed_bfloat16")]
+        ("full", "float32"),
+        ("linear", "mixed_bfloat16"),
+    ]
 
 
 def test_merging_an_older_copy_of_a_row_is_not_a_conflict(tmp_path):

@@ -18,9 +18,17 @@ from tests.training.conftest import TINY, loop
 def test_training_records_its_row_and_writes_no_docs(listops_dir, tmp_path, capfd):
     suites = tmp_path / "suites"
     suites.mkdir()
-    (suites / "tiny.yaml").write_text(yaml.safe_dump({
-        "task": "listops", "data_dir": str(listops_dir), "overrides": [*TINY, *loop(2)],
-        "mechanisms": ["linear"], "paper": {}}))
+    (suites / "tiny.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "task": "listops",
+                "data_dir": str(listops_dir),
+                "overrides": [*TINY, *loop(2)],
+                "mechanisms": ["linear"],
+                "paper": {},
+            }
+        )
+    )
     suite = load_suite("tiny", suites)
     results = tmp_path / "results.json"
     runs = plan(suite, runs_dir=tmp_path / "runs")
@@ -40,8 +48,12 @@ def git(*arguments):
 def test_every_commit_a_row_names_exists():
     if git("rev-parse", "--is-shallow-repository").stdout.strip() != "false":
         pytest.skip("a shallow clone (or no git) lacks the history to look in")
-    commits = {entry["git_commit"].removesuffix("+dirty") for row in read_results(RESULTS)
-               for entry in (row, *row.get("reruns", ())) if entry.get("git_commit")}
+    commits = {
+        entry["git_commit"].removesuffix("+dirty")
+        for row in read_results(RESULTS)
+        for entry in (row, *row.get("reruns", ()))
+        if entry.get("git_commit")
+    }
     missing = [c for c in sorted(commits) if git("cat-file", "-e", f"{c}^{{commit}}").returncode]
     assert not missing, f"rows name commits that are not in the history: {missing}"
 
@@ -57,8 +69,10 @@ def test_an_unknown_training_time_reads_unknown_never_zero():
 
 
 def test_rows_from_a_tree_with_uncommitted_changes_are_named():
-    rows = [{"suite": "s", "mechanism": "mega", "seed": 0, "git_commit": "3b061b4f6616+dirty"},
-            {"suite": "s", "mechanism": "full", "seed": 1, "git_commit": "7b444301f358"}]
+    rows = [
+        {"suite": "s", "mechanism": "mega", "seed": 0, "git_commit": "3b061b4f6616+dirty"},
+        {"suite": "s", "mechanism": "full", "seed": 1, "git_commit": "7b444301f358"},
+    ]
     text = "\n".join(report.dirty_section(rows))
     assert "s mega seed 0 (3b061b4f6616+dirty)" in text and "full" not in text
     assert report.dirty_section(rows[1:]) == []

@@ -8,13 +8,11 @@ import re
 import signal
 import time
 
+import keras
 import numpy as np
 import pytest
 
-import keras
-
 import arena_tf.models  # noqa: F401 (registers the layers model.keras holds)
-
 from tests.training.conftest import HANG_GUARD_S, TINY, TRAIN, cli_args, finish, loop, start
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.
@@ -80,14 +78,18 @@ def test_log_output_is_one_plain_line_per_update_and_names_tensorboard(runs):
     whole, whole_out, _, _ = runs
     assert f"TensorBoard: tensorboard --logdir {whole}" in whole_out.splitlines()
     assert "\b" not in whole_out and "\x1b" not in whole_out and "\r" not in whole_out
-    logged = re.findall(rf"^step (\d+)/{STEPS}: loss [\d.]+, accuracy [\d.]+, steps/s [\d.]+"
-                        r"(?:, ETA (?:\d+ min )?\d+ s)?$",
-                        whole_out, re.MULTILINE)
+    logged = re.findall(
+        rf"^step (\d+)/{STEPS}: loss [\d.]+, accuracy [\d.]+, steps/s [\d.]+"
+        r"(?:, ETA (?:\d+ min )?\d+ s)?$",
+        whole_out,
+        re.MULTILINE,
+    )
     assert [int(s) for s in logged] == list(range(EVERY, STEPS + 1, EVERY))
 
 
-def test_finished_run_extends_with_more_steps_and_a_lower_learning_rate(listops_dir, tmp_path,
-                                                                         capsys):
+def test_finished_run_extends_with_more_steps_and_a_lower_learning_rate(
+    listops_dir, tmp_path, capsys
+):
     from arena_tf import train
 
     first = [*TINY, *loop(2)]

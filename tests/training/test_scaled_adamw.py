@@ -51,8 +51,14 @@ def test_a_scale_that_is_not_a_positive_number_is_refused(scale):
 
 
 def test_a_name_no_weight_has_is_one_line_before_training(capsys, listops_dir, tmp_path):
-    line = fails_in_style(capsys, cli_args(listops_dir, tmp_path / "run", [
-        *TINY, *loop(1), "train.learning_rate_scales.log_a_reel=0.1"]),
-        "train.learning_rate_scales names log_a_reel, which no weight of the model is called")
+    line = fails_in_style(
+        capsys,
+        cli_args(
+            listops_dir,
+            tmp_path / "run",
+            [*TINY, *loop(1), "train.learning_rate_scales.log_a_reel=0.1"],
+        ),
+        "train.learning_rate_scales names log_a_reel, which no weight of the model is called",
+    )
     assert "expected names of the model's weights" in line
     assert not (tmp_path / "run").exists()

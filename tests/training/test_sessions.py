@@ -11,15 +11,21 @@ from tests.training.conftest import TINY, cli_args, loop
 AMD, INTEL = "CPU: AMD EPYC (family 23 model 1, AVX2), 2 cores", "CPU: Intel Xeon, 2 cores"
 
 
-@pytest.mark.parametrize("runs, steps, named", [
-    ([(0, AMD)], 10, AMD),
-    ([(0, AMD), (4, AMD)], 10, AMD),
-    ([(0, AMD), (4, INTEL)], 10, f"{AMD} (steps 0-4), then {INTEL} (steps 4-10)"),
-    ([(0, AMD), (4, INTEL), (6, AMD)], 8000,
-     f"{AMD} (steps 0-4), then {INTEL} (steps 4-6), then {AMD} (steps 6-8,000)"),
-    ([(3250, INTEL)], 10000, f"unrecorded (steps 0-3,250), then {INTEL} (steps 3,250-10,000)"),
-    ([(0, AMD), (10, INTEL)], 10, AMD),  # a session that only evaluated trained nothing
-])
+@pytest.mark.parametrize(
+    "runs, steps, named",
+    [
+        ([(0, AMD)], 10, AMD),
+        ([(0, AMD), (4, AMD)], 10, AMD),
+        ([(0, AMD), (4, INTEL)], 10, f"{AMD} (steps 0-4), then {INTEL} (steps 4-10)"),
+        (
+            [(0, AMD), (4, INTEL), (6, AMD)],
+            8000,
+            f"{AMD} (steps 0-4), then {INTEL} (steps 4-6), then {AMD} (steps 6-8,000)",
+        ),
+        ([(3250, INTEL)], 10000, f"unrecorded (steps 0-3,250), then {INTEL} (steps 3,250-10,000)"),
+        ([(0, AMD), (10, INTEL)], 10, AMD),  # a session that only evaluated trained nothing
+    ],
+)
 def test_the_devices_of_a_run_are_named_with_their_steps(runs, steps, named):
     assert sessions.described(runs, steps) == named
 

@@ -9,33 +9,50 @@ import json
 
 import pytest
 import yaml
-
-from arena_tf import train
-from arena_tf.training import events
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 from tensorboard.util.tensor_util import make_ndarray
+
+from arena_tf import train
+from arena_tf.training import events
 from tests.training.conftest import TINY, loop
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.
 pytestmark = pytest.mark.xdist_group("test_tensorboard")
 
-TRAIN_TAGS = {"metrics/loss", "metrics/accuracy", "optimizer/learning_rate",
-              "speed/steps_per_second", "speed/examples_per_second", "memory/peak_mb",
-              "time/train_seconds"}
+TRAIN_TAGS = {
+    "metrics/loss",
+    "metrics/accuracy",
+    "optimizer/learning_rate",
+    "speed/steps_per_second",
+    "speed/examples_per_second",
+    "memory/peak_mb",
+    "time/train_seconds",
+}
 VALIDATION_TAGS = {"metrics/loss", "metrics/accuracy"}
-UNITS = {"metrics/loss": "(nats)", "speed/steps_per_second": "(steps/s)",
-         "speed/examples_per_second": "(examples/s)", "memory/peak_mb": "(MiB)",
-         "time/train_seconds": "(s)", "metrics/accuracy": "(0 to 1)"}
+UNITS = {
+    "metrics/loss": "(nats)",
+    "speed/steps_per_second": "(steps/s)",
+    "speed/examples_per_second": "(examples/s)",
+    "memory/peak_mb": "(MiB)",
+    "time/train_seconds": "(s)",
+    "metrics/accuracy": "(0 to 1)",
+}
 
 
 @pytest.fixture(scope="module")
 def run_dir(listops_dir, tmp_path_factory):
     """A tiny run of 4 steps: train points at 2 and 4, validation at 2 and 4."""
     config, task = train.build_experiment(
-        "listops", "full", [*TINY, *loop(4, log_every=2, eval_every=2)], data_dir=listops_dir)
-    trainer = train.Trainer(config, task, tmp_path_factory.mktemp("run") / "tiny",
-                            train.backend.Distribution(), verbose=False)
+        "listops", "full", [*TINY, *loop(4, log_every=2, eval_every=2)], data_dir=listops_dir
+    )
+    trainer = train.Trainer(
+        config,
+        task,
+        tmp_path_factory.mktemp("run") / "tiny",
+        train.backend.Distribution(),
+        verbose=False,
+    )
     trainer.fit()
     return trainer.run_dir
 
@@ -47,8 +64,13 @@ def values(directory):
         for event in EventFileLoader(str(path)).Load():
             for value in event.summary.value:
                 found.setdefault(value.tag, []).append(
-                    (event.step, value.metadata.plugin_data.plugin_name,
-                     value.metadata.summary_description, value))
+                    (
+                        event.step,
+                        value.metadata.plugin_data.plugin_name,
+                        value.metadata.summary_description,
+                        value,
+                    )
+                )
     return found
 
 
@@ -73,21 +95,23 @@ def test_every_scalar_sits_in_a_group_and_states_its_unit(run_dir):
 
 def test_the_run_holds_its_config_as_text_and_an_hparams_record(run_dir):
     root = values(run_dir)
-    (_, plugin, _, config_text), = root[events.CONFIG_TAG]
+    ((_, plugin, _, config_text),) = root[events.CONFIG_TAG]
     assert plugin == "text"
     shown = make_ndarray(config_text.tensor).item().decode()
     assert yaml.safe_load("\n".join(line[4:] for line in shown.splitlines())) == yaml.safe_load(
-        (run_dir / "config.yaml").read_text())
+        (run_dir / "config.yaml").read_text()
+    )
 
-    (_, plugin, _, start), = root[hparams_metadata.SESSION_START_INFO_TAG]
+    ((_, plugin, _, start),) = root[hparams_metadata.SESSION_START_INFO_TAG]
     assert plugin == hparams_metadata.PLUGIN_NAME
     session = hparams_metadata.parse_session_start_info_plugin_data(
-        start.metadata.plugin_data.content)
+        start.metadata.plugin_data.content
+    )
     hparams = {name: value.ListFields()[0][1] for name, value in session.hparams.items()}
     assert hparams["model.attention"] == "full" and hparams["train.num_train_steps"] == 4
     assert hparams["train.learning_rate"] == pytest.approx(0.003)
 
-    (_, _, _, experiment), = root[hparams_metadata.EXPERIMENT_TAG]
+    ((_, _, _, experiment),) = root[hparams_metadata.EXPERIMENT_TAG]
     listed = hparams_metadata.parse_experiment_plugin_data(experiment.metadata.plugin_data.content)
     metrics = {(m.name.group, m.name.tag) for m in listed.metric_infos}
     assert {("", "final/test_accuracy"), ("validation", "metrics/accuracy")} <= metrics

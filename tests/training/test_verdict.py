@@ -12,6 +12,7 @@ def test_a_run_learns_only_three_standard_errors_above_chance():
 
 def test_the_closing_line_says_smoke_run_at_chance_and_learns_above_it():
     assert summary(0.324, 0.142, 500).startswith(
-        "test accuracy 32.4% on 500 examples, chance 14.2%: the model learns")
+        "test accuracy 32.4% on 500 examples, chance 14.2%: the model learns"
+    )
     at_chance = summary(0.51, 0.5, 2000)
     assert "a smoke run" in at_chance and "not that the model learns" in at_chance

@@ -2,6 +2,8 @@
 
 from setuptools import find_packages, setup
 
+from arena_tf.commands import CONSOLE_SCRIPTS  # standard library only: importable while building
+
 # Ranges known to work together (checked in fresh virtualenvs; exact versions in constraints.txt).
 # The base install is backend-neutral: Keras, the configs, the tasks' generators and NumPy batches
 # (grain), TensorBoard's event files and the plots. A backend comes with an extra: `.[tf]` (what
@@ -44,7 +46,9 @@ setup(
     name="arena_tf",
     version="0.1.0",
     description="Efficient Transformers of Long Range Arena in TensorFlow / Keras 3",
-    packages=find_packages(include=["arena_tf", "arena_tf.*", "export", "serving"]),
+    # arena_tf only: export/ and serving/ hold the commands as a checkout spells them.
+    packages=find_packages(include=["arena_tf", "arena_tf.*"]),
+    entry_points={"console_scripts": CONSOLE_SCRIPTS},
     python_requires=">=3.10",
     install_requires=CORE,
     extras_require=EXTRAS,

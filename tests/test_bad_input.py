@@ -165,7 +165,7 @@ def non_utf8_config(tmp):
 def damaged_saved_model(tmp):
     """A run whose saved_model/ has current metadata (so it is reused, not exported again) but a
     saved_model.pb cut short."""
-    from export.metadata import FORMAT_VERSION, SAVED_MODEL_FILE
+    from arena_tf.export.metadata import FORMAT_VERSION, SAVED_MODEL_FILE
 
     run = exported_run(tmp)
     (run / "saved_model" / SAVED_MODEL_FILE).parent.mkdir(parents=True)

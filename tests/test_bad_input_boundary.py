@@ -110,7 +110,7 @@ def test_ctrl_c_while_an_export_script_imports_is_one_line(script, tmp_path):
 def test_ctrl_c_during_an_export_leaves_nothing_but_the_run(tmp_path, capsys, monkeypatch):
     """Interrupted while the SavedModel is checked (written, not yet published): one line, 130,
     and the run directory as it was (no artifact, no temporary)."""
-    import export.to_savedmodel as to_savedmodel
+    import arena_tf.export.to_savedmodel as to_savedmodel
     from tests.export.conftest import write_run_dir
 
     run, _ = write_run_dir(tmp_path / "run", "full")
@@ -152,7 +152,7 @@ def test_rows_cut_short_by_head_end_quietly_with_141(tmp_path):
 
 
 def test_the_submission_tells_stderr_in_one_line_and_stdout_keeps_the_protocol(tmp_path):
-    from serving.protocol import SENTINEL
+    from arena_tf.serving.protocol import SENTINEL
 
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "config.yaml").write_text("task: 5\n")
@@ -229,7 +229,7 @@ def test_a_failed_bench_run_again_replaces_its_rows(tmp_path):
 
 
 def test_the_bench_keeps_or_replaces_earlier_rows_only_when_told(tmp_path):
-    from serving import results_dir
+    from arena_tf.serving import results_dir
 
     row = {
         "model": "m",
@@ -251,7 +251,7 @@ def test_the_bench_keeps_or_replaces_earlier_rows_only_when_told(tmp_path):
 
 
 def test_the_rows_of_a_bench_that_stopped_are_replaced_by_the_same_command(tmp_path):
-    from serving import results_dir
+    from arena_tf.serving import results_dir
 
     said = []
     with pytest.raises(KeyboardInterrupt):  # stopped while measuring: no finished() reached
@@ -276,7 +276,7 @@ def test_the_rows_of_a_bench_that_stopped_are_replaced_by_the_same_command(tmp_p
 
 
 def test_a_rerun_keeps_the_rows_an_unfinished_append_run_was_added_to(tmp_path):
-    from serving import results_dir
+    from arena_tf.serving import results_dir
 
     rows = [
         {"model": name, "runtime": "tf", "precision": "fp32", "scenario": "offline", "status": "ok"}

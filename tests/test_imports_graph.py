@@ -10,7 +10,7 @@ import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGES = ("arena_tf", "export", "serving")
+PACKAGES = ("arena_tf", "export", "serving")  # the library and the commands' folders
 
 
 def module_name(path):

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 import arena_tf
+from arena_tf import commands
 
 pytestmark = pytest.mark.slow  # starts processes
 
@@ -24,10 +25,12 @@ LIBRARY = sorted(
 )
 
 # The dependencies change the process themselves when imported (TensorFlow sets TF2_BEHAVIOR and
-# others): the child imports them first, then takes the snapshot the library must leave as it is.
+# others, ONNX Runtime's transformers tools add their folder to sys.path): the child imports them
+# first, then takes the snapshot the library must leave as it is.
 SNAPSHOT_AFTER_DEPENDENCIES = """
 import os, signal, sys
 import keras, numpy, tensorflow, jax, grain, tensorflow_datasets
+import onnx, onnxruntime, onnxruntime.transformers, openvino, tf2onnx
 def state():
     return (dict(os.environ), sys.excepthook, list(sys.path),
             {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)})
@@ -82,24 +85,38 @@ def test_a_bad_keras_backend_fails_at_keras_import_in_keras_words(backend):
     assert "arena_tf runs on" not in child.stderr
 
 
-SETS_ITS_OWN_BACKEND = {"export.to_stablehlo"}  # always JAX: jax.export traces the model's JAX code
+SETS_ITS_OWN_BACKEND = "stablehlo"  # always JAX: jax.export traces the model's JAX code
+# A console script as setup.py installs it: arena_tf.commands.main, started under the script's name.
+CONSOLE_SCRIPT = (
+    "import sys; sys.argv[:2] = sys.argv[1:2]; from arena_tf.commands import main; main()"
+)
 
 
 def command_lines():
-    """Each command as a user starts it: `python -m MODULE`, or `python export/NAME.py`."""
+    """Each command as a user starts it: `python -m MODULE`, a checkout's spellings (`python
+    export/to_onnx.py`, `python -m serving.bench`) and the console scripts (`arena-tf-train`)."""
     from tests.test_cli_grammar import COMMANDS
 
-    modules = sorted(
-        {module.removesuffix(".__main__") for module, _ in COMMANDS} - SETS_ITS_OWN_BACKEND
-    )
+    modules = {module.removesuffix(".__main__") for module, _ in COMMANDS}
     return [
-        [f"{module.replace('.', '/')}.py"] if module.startswith("export.") else ["-m", module]
-        for module in modules
+        *[["-m", module] for module in sorted(modules)],
+        *[[f"export/{path.name}"] for path in sorted((ROOT / "export").glob("to_*.py"))],
+        *[["-m", f"serving.{path.stem}"] for path in sorted((ROOT / "serving").glob("[!_]*.py"))],
+        *[["-c", CONSOLE_SCRIPT, script] for script in sorted(commands.COMMANDS)],
     ]
+
+
+def test_every_console_script_is_a_command():
+    from tests.test_cli_grammar import COMMANDS
+
+    modules = {module.removesuffix(".__main__") for module, _ in COMMANDS}
+    assert set(commands.COMMANDS.values()) <= modules
 
 
 @pytest.mark.parametrize("command", command_lines(), ids=lambda command: command[-1])
 def test_every_command_refuses_a_bad_keras_backend_in_one_line(command):
+    if SETS_ITS_OWN_BACKEND in " ".join(command):
+        pytest.skip("the StableHLO exporter sets KERAS_BACKEND=jax itself")
     child = subprocess.run(
         [sys.executable, *command, "--help"],
         capture_output=True,

@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
-# There, on a GPU machine (JAX with CUDA, no TensorFlow), from the repository root, in one
-# call: `python -m arena_tf.benchmark gpu` (about 8 minutes), its JSON and tables copied to $OUT.
+# On a machine with a GPU and JAX with CUDA (TensorFlow not needed): `python -m arena_tf.benchmark
+# gpu` (about 8 minutes), its JSON, tables and log and the device's name written to OUT_DIR
+# (default runs/gpu-benchmark; a relative path is taken from the repository root).
 #
-#   here:  tools/device_wheels.sh      (before the call: .whl/ with Keras, and .whl/COMMIT from git)
-#   device run, carry [".whl"], timeout_s 600:
-#          tools/gpu_benchmark.sh [gpu options, e.g. --parts layers]
-#   here:  cp <files_at>/gpu.json docs/results/efficiency/
-#          python -m arena_tf.benchmark gpu --report-only    (docs/results/efficiency/gpu.md)
-#          git add docs/results/efficiency/gpu.* && git commit
+#   install: pip install -c constraints.txt -e ".[jax]" "jax[cuda12]"  (docs/guide/jax-and-gpu.md;
+#            without internet: the wheels of tools/offline_wheels.sh in WHEELS_DIR, default .whl)
+#   run:     tools/gpu_benchmark.sh [gpu options, e.g. --parts layers]
+#   then, in the checkout you commit from (this one, or another after copying OUT_DIR there):
+#            cp OUT_DIR/gpu.json docs/results/efficiency/
+#            python -m arena_tf.benchmark gpu --report-only    (docs/results/efficiency/gpu.md)
+#            git add docs/results/efficiency/gpu.* && git commit
 #
-# The rows' commit is the one tools/device_wheels.sh read from git (the machine's copy has no
-# history). GPU_BENCHMARK_SECONDS (default 540) bounds the whole command; what it wrote by then
-# comes back (the JSON is written after every row).
+# The rows name ARENA_TF_COMMIT if it is set, else the checkout's commit from git, else
+# WHEELS_DIR/COMMIT (a copy without its git history). GPU_BENCHMARK_SECONDS (default 540) bounds the
+# whole command; what it wrote by then stays in OUT_DIR (the JSON is written after every row).
 set -uo pipefail
-OUT=${OUT:-/tmp/arena_tf_out}
-[ -s .whl/COMMIT ] || { echo "error: .whl/COMMIT is missing; expected the commit written by tools/device_wheels.sh; run it here and carry .whl" >&2; exit 2; }
-ARENA_TF_COMMIT=$(cat .whl/COMMIT)
-export ARENA_TF_COMMIT KERAS_BACKEND=jax PYTHONUNBUFFERED=1
-mkdir -p "$OUT"
-if ! python3 -c "import keras" 2>/dev/null; then  # the GPU machine's image lacks Keras
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
-fi
+cd "$(dirname "$0")/.." || exit 1
+OUT_DIR=${OUT_DIR:-runs/gpu-benchmark}
+# shellcheck source=tools/gpu_setup.sh
+source tools/gpu_setup.sh
+record_commit
+export KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+mkdir -p "$OUT_DIR"
+install_missing_wheels keras  # a Python with JAX but not Keras: WHEELS_DIR's wheels
 export PYTHONPATH=$PWD:${PYTHONPATH:-}
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/device.txt"
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT_DIR/device.txt"
 timeout "${GPU_BENCHMARK_SECONDS:-540}" python3 -m arena_tf.benchmark gpu \
-    --output "$OUT/gpu.json" --report "$OUT/gpu.md" "$@" 2>&1 | tee "$OUT/gpu.log" | tail -n 80
-ls -l "$OUT"
+    --output "$OUT_DIR/gpu.json" --report "$OUT_DIR/gpu.md" "$@" 2>&1 | tee "$OUT_DIR/gpu.log" \
+    | tail -n 80
+ls -l "$OUT_DIR"

@@ -34,7 +34,7 @@ from arena_tf import catalogue, files, preset_timing  # noqa: E402
 from arena_tf.markdown import replace_section  # noqa: E402
 from arena_tf.reproduce import report  # noqa: E402
 from arena_tf.reproduce.results import RESULTS, read_results  # noqa: E402
-from serving import report as serving_report  # noqa: E402
+from arena_tf.serving import report as serving_report  # noqa: E402
 
 README = ROOT / "README.md"
 CATALOGUE = ROOT / "arena_tf" / "layers" / "README.md"

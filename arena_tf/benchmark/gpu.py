@@ -1,4 +1,4 @@
-"""`python -m arena_tf.benchmark gpu`: the one-call GPU benchmark under JAX (no TensorFlow), sized
+"""`python -m arena_tf.benchmark gpu`: the GPU benchmark under JAX (no TensorFlow) in one run, sized
 to finish within 8 minutes on one GPU (tools/gpu_benchmark.sh runs it on a GPU machine).
 
 Three parts, in this order, each with a time budget (rows it does not reach are written as "not
@@ -18,7 +18,8 @@ measured", never estimated):
   batch 32, 2,000 tokens) for full, linformer, performer and bigbird in float32 and bf16.
 
 Every row is dated and names the device; the results name the commit (from git, or from
-ARENA_TF_COMMIT, which tools/device_wheels.sh reads from git for a machine without the history).
+ARENA_TF_COMMIT, which tools/gpu_benchmark.sh sets from git or, in a copy without the history,
+from the file tools/offline_wheels.sh wrote).
 `--dry-run` runs the same code at tiny sizes on any device (the CPU) in seconds; tests use it.
 The JSON is rendered into the GPU tables (`gpu_report.render`) after every part.
 """
@@ -103,8 +104,9 @@ def today():
 
 
 def commit():
-    """The commit measured: ARENA_TF_COMMIT (written from git by tools/device_wheels.sh where the
-    machine has no history), else `git rev-parse` here ('+dirty' with uncommitted changes)."""
+    """The commit measured: ARENA_TF_COMMIT (tools/gpu_benchmark.sh sets it, from the file
+    tools/offline_wheels.sh wrote where a copy has no history), else `git rev-parse` here ('+dirty'
+    with uncommitted changes)."""
     if os.environ.get("ARENA_TF_COMMIT"):
         return os.environ["ARENA_TF_COMMIT"]
     try:

@@ -18,8 +18,8 @@ import arena_tf.layers as layers
 from arena_tf import tasks
 from arena_tf.catalogue import block_of
 from arena_tf.config import ConfigError, ModelConfig
+from arena_tf.export.parity import Thresholds, expected_error
 from arena_tf.models import build_classifier
-from export.parity import Thresholds, expected_error
 
 MECHANISMS = layers.available()
 # Two towers (two inputs, one shared encoder run on each) change the head, not the mechanism: the
@@ -109,9 +109,9 @@ def keras_logits(model, arrays):
 
 def assert_within_rounding(logits, reference, precision):
     """Logits of an artifact of `precision` within what the parity check allows of the FP32
-    reference on these inputs (export/parity.py): 1e-4 in FP32; in reduced precision every logit
-    within the expected logit error K * u * S, S the RMS of these reference logits (a wrong graph
-    misses by about S)."""
+    reference on these inputs (arena_tf/export/parity.py): 1e-4 in FP32; in reduced precision every
+    logit within the expected logit error K * u * S, S the RMS of these reference logits (a wrong
+    graph misses by about S)."""
     if precision == "fp32":
         np.testing.assert_allclose(logits, reference, atol=Thresholds().fp32_max_abs_diff)
         return
@@ -189,7 +189,7 @@ def exported_linear(tmp_path_factory):
     model.fp16.onnx exported; read only."""
     import keras
 
-    from export.to_onnx import export_onnx
+    from arena_tf.export.to_onnx import export_onnx
 
     keras.utils.set_random_seed(0)
     run_dir, model = write_run_dir(tmp_path_factory.mktemp("exported-linear"), "linear")

@@ -13,10 +13,10 @@ import keras
 import pytest
 
 from arena_tf import files
-from export import context, to_onnx, to_savedmodel
-from export.errors import ExportUsageError, ParityError
-from export.metadata import read_metadata
-from export.parity import Thresholds
+from arena_tf.export import context, to_onnx, to_savedmodel
+from arena_tf.export.errors import ExportUsageError, ParityError
+from arena_tf.export.metadata import read_metadata
+from arena_tf.export.parity import Thresholds
 from tests.export.conftest import write_run_dir
 from tests.one_line import assert_one_error_line
 

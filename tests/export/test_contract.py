@@ -1,5 +1,5 @@
-"""The input contract of the artifacts (export/contract.py): int32 and int64 ids, lengths up to
-max_len where the model has a padding id, and one clear TokenError from the Python runners for
+"""The input contract of the artifacts (arena_tf/export/contract.py): int32 and int64 ids, lengths
+up to max_len where the model has a padding id, and one clear TokenError from the Python runners for
 ids a model cannot take; what the raw graphs do with such ids (docs/guide/export.md states it)."""
 
 import json
@@ -9,10 +9,10 @@ import onnx
 import pytest
 import tensorflow as tf
 
-from export.contract import TokenError, check_tokens
-from export.metadata import read_metadata
-from export.runners import artifact_predictor
-from export.to_onnx import export_onnx
+from arena_tf.export.contract import TokenError, check_tokens
+from arena_tf.export.metadata import read_metadata
+from arena_tf.export.runners import artifact_predictor
+from arena_tf.export.to_onnx import export_onnx
 from tests.export.conftest import (
     LENGTH,
     assert_within_rounding,
@@ -213,7 +213,7 @@ def test_every_exported_onnx_file_passes_the_full_checker(exported_linear, pixel
 
 
 def test_every_artifact_records_the_model_keras_it_was_exported_from(exported_linear):
-    from export.metadata import read_metadata, source_digest
+    from arena_tf.export.metadata import read_metadata, source_digest
 
     run_dir, _ = exported_linear
     digest = source_digest(run_dir / "model.keras")

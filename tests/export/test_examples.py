@@ -5,8 +5,8 @@ import dataclasses
 
 import numpy as np
 
-from export.examples import generated_examples, load_examples
-from export.source import load_source
+from arena_tf.export.examples import generated_examples, load_examples
+from arena_tf.export.source import load_source
 from tests.export.conftest import LENGTH, tiny_config, write_run_dir
 
 LISTOPS_TEST = [("[MAX 2 9 ]", 9), ("[MIN 4 [SM 3 5 ] 7 ]", 4), ("[MED 1 2 3 ]", 2)]

@@ -13,8 +13,8 @@ import onnx
 import pytest
 import tensorflow as tf
 
-from export.metadata import read_metadata
-from export.to_onnx import export_onnx
+from arena_tf.export.metadata import read_metadata
+from arena_tf.export.to_onnx import export_onnx
 from tests.export.conftest import (
     LENGTH,
     MECHANISMS,

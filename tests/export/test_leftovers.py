@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from arena_tf import files
-from export.to_savedmodel import export_savedmodel
+from arena_tf.export.to_savedmodel import export_savedmodel
 from tests.export.conftest import write_run_dir
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.

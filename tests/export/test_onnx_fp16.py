@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.transformers import float16
 
-from export.onnx_fp16 import (
+from arena_tf.export.onnx_fp16 import (
     beyond_fp16_nodes,
     convert_to_fp16,
     drop_duplicate_nodes,

@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("openvino")
 
-from export import openvino_model  # noqa: E402
-from export.metadata import read_metadata  # noqa: E402
-from export.runners import artifact_predictor  # noqa: E402
-from export.to_openvino import export_openvino  # noqa: E402
+from arena_tf.export import openvino_model  # noqa: E402
+from arena_tf.export.metadata import read_metadata  # noqa: E402
+from arena_tf.export.runners import artifact_predictor  # noqa: E402
+from arena_tf.export.to_openvino import export_openvino  # noqa: E402
 from tests.export.conftest import (  # noqa: E402
     LENGTH,
     MECHANISMS,

@@ -1,5 +1,6 @@
-"""The reduced-precision parity rule (export/parity.py): near-ties flipped by rounding pass, a flip
-of a clear decision or a graph computing something else fails, whatever the agreement rate."""
+"""The reduced-precision parity rule (arena_tf/export/parity.py): near-ties flipped by rounding
+pass, a flip of a clear decision or a graph computing something else fails, whatever the agreement
+rate."""
 
 import json
 import types
@@ -8,8 +9,8 @@ import keras
 import numpy as np
 import pytest
 
-from export.parity import UNIT_ROUNDOFF, Thresholds, parity_report
-from export.to_savedmodel import main
+from arena_tf.export.parity import UNIT_ROUNDOFF, Thresholds, parity_report
+from arena_tf.export.to_savedmodel import main
 from tests.export.conftest import write_run_dir
 
 # One worker runs this module (--dist loadgroup), so its module fixtures are built once.

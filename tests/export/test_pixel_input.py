@@ -3,7 +3,7 @@ SavedModel, FP32 ONNX and FP16 ONNX pass their parity checks and give the Keras 
 
 import numpy as np
 
-from export.to_onnx import export_onnx
+from arena_tf.export.to_onnx import export_onnx
 from tests.export.conftest import (
     PARITY_EXAMPLES,
     keras_logits,

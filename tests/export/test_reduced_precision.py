@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export.metadata import read_metadata
-from export.to_savedmodel import export_savedmodel
+from arena_tf.export.metadata import read_metadata
+from arena_tf.export.to_savedmodel import export_savedmodel
 from tests.export.conftest import LENGTH, write_run_dir
 from tests.export.test_examples import LISTOPS_TEST, write_listops_files
 

@@ -19,9 +19,9 @@ import pytest
 
 pytest.importorskip("jax")
 
-from export import stablehlo_model  # noqa: E402
-from export.metadata import read_metadata  # noqa: E402
-from export.runners import artifact_predictor  # noqa: E402
+from arena_tf.export import stablehlo_model  # noqa: E402
+from arena_tf.export.metadata import read_metadata  # noqa: E402
+from arena_tf.export.runners import artifact_predictor  # noqa: E402
 from tests.export.conftest import (  # noqa: E402
     LENGTH,
     assert_within_rounding,
@@ -39,7 +39,7 @@ JAX = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
 WRITE_AND_EXPORT_UNDER_JAX = """
 import sys, keras
 from tests.export.conftest import write_run_dir
-from export.to_stablehlo import main
+from arena_tf.export.to_stablehlo import main
 
 keras.utils.set_random_seed(0)
 write_run_dir(sys.argv[1], "linear", two_tower=True)
@@ -159,7 +159,7 @@ def test_the_batch_and_length_are_symbolic_where_the_model_allows(exported):
     assert metadata["stablehlo"]["symbolic_dimensions"] == {"batch": "batch", "length": ["length"]}
     compiled = stablehlo_model.load(run_dir / "stablehlo", "fp32", warm_batch=0)
     assert str(compiled.exported.in_avals[-1]) == "int32[batch,length]"
-    from export.to_stablehlo import symbolic_dimensions
+    from arena_tf.export.to_stablehlo import symbolic_dimensions
 
     pixels = tiny_config("linear", padding_id=None)  # every id a pixel: exactly max_len
     assert symbolic_dimensions(pixels) == {"batch": "batch", "length": None}
@@ -198,8 +198,8 @@ def test_the_artifact_runs_with_jax_alone_outside_the_project(exported):
 
 @pytest.mark.skipif(keras.backend.backend() == "jax", reason="Keras runs on JAX here")
 def test_exporting_where_keras_is_not_on_jax_is_one_line_naming_the_fix(tmp_path):
-    from export.errors import ExportUsageError
-    from export.to_stablehlo import export_stablehlo
+    from arena_tf.export.errors import ExportUsageError
+    from arena_tf.export.to_stablehlo import export_stablehlo
 
     with pytest.raises(ExportUsageError, match="expected KERAS_BACKEND=jax.*export/to_stablehlo"):
         export_stablehlo(tmp_path)

@@ -106,7 +106,7 @@ def export_openvino_ir(run, metadata):
     """openvino/ (model.xml, model.bin, arena_tf.json) converted from run/saved_model."""
     import openvino
 
-    from export.metadata import OPENVINO_MODEL, write_openvino_metadata
+    from arena_tf.export.metadata import OPENVINO_MODEL, write_openvino_metadata
 
     (run / "openvino").mkdir()
     openvino.save_model(

@@ -3,8 +3,8 @@ model simulates work, so timings are exact on any machine, however loaded."""
 
 
 class FakeClock:
-    """A clock (serving/clock.py interface) whose `now()` advances only by `sleep()` and `work()`.
-    `sleeps` records every sleep asked for."""
+    """A clock (arena_tf/serving/clock.py interface) whose `now()` advances only by `sleep()` and
+    `work()`. `sleeps` records every sleep asked for."""
 
     def __init__(self, start=0.0):
         self.time = start

@@ -1,6 +1,6 @@
 """A small Efficiency Pentathlon driver, written from the protocol as
-docs/guide/serving-and-pentathlon.md states it (not from serving/protocol.py), to check a submission
-against Pentathlon's protocol rather than our own.
+docs/guide/serving-and-pentathlon.md states it (not from arena_tf/serving/protocol.py), to check a
+submission against Pentathlon's protocol rather than our own.
 
     batches = fixed_batch(rows)                       # Random(42)-shuffled split, chunks of 128
     with Online(command) as submission:

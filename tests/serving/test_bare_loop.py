@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from serving import bare_loop
+from arena_tf.serving import bare_loop
 from tests.one_line import assert_one_error_line
 
 from .fake_clock import FakeClock

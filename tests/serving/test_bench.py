@@ -16,7 +16,7 @@ import sys
 import pytest
 import yaml
 
-from serving import bench
+from arena_tf.serving import bench
 from tests.one_line import assert_one_error_line
 
 from .conftest import REFERENCE
@@ -64,7 +64,7 @@ def run_bench(*args):
 
 def split_rows(data_dir):
     """The ListOps test split's rows, as the bench reads them."""
-    from serving import instances
+    from arena_tf.serving import instances
 
     return [json.loads(f) for f in instances.load("listops", data_dir=str(data_dir)).fragments]
 
@@ -500,7 +500,7 @@ def test_a_data_dir_without_the_split_is_refused_before_anything_is_written(tmp_
     ],
 )
 def test_bad_input_is_one_line_and_exit_status_2(tiny_run, tmp_path, capsys, args, message):
-    from serving import gpu
+    from arena_tf.serving import gpu
 
     if "gpu" in args and gpu.available()[0]:
         pytest.skip("this machine has a GPU")

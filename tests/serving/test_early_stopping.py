@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from serving import early_stopping
+from arena_tf.serving import early_stopping
 
 
 def loadgen_odds(h, t, p):

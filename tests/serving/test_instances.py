@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from serving import instances
+from arena_tf.serving import instances
 
 # One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
 pytestmark = pytest.mark.xdist_group("tiny_run")

@@ -10,9 +10,9 @@ import types
 import numpy as np
 import pytest
 
-from serving import energy, metrics, outputs, runner, scenarios
-from serving.instances import Rows
-from serving.protocol import OFFLINE_LINES
+from arena_tf.serving import energy, metrics, outputs, runner, scenarios
+from arena_tf.serving.instances import Rows
+from arena_tf.serving.protocol import OFFLINE_LINES
 
 from .fake_clock import FakeClock, TimedModel
 
@@ -235,7 +235,7 @@ def test_offline_times_ready_to_predicted_without_the_meters_start_and_stop(monk
 
 def test_loadgen_batcher_batches_on_its_clock_and_checks_answers():
     pytest.importorskip("mlperf_loadgen")  # serving.loadgen imports nothing of it until run
-    from serving import loadgen
+    from arena_tf.serving import loadgen
 
     completed = []
     lg = types.SimpleNamespace(

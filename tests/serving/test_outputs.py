@@ -2,7 +2,7 @@
 
 import pytest
 
-from serving.outputs import InvalidOutputs, check
+from arena_tf.serving.outputs import InvalidOutputs, check
 
 LABELS = tuple(str(i) for i in range(10))
 

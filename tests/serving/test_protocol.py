@@ -1,6 +1,6 @@
-"""Pentathlon's stdio protocol, the driver's side (serving/protocol.py): request lines byte for byte
-as Pentathlon writes them, noise skipped, answers counted, the sentinel, crashing and hanging
-submissions, the offline handshake, the side channel; serving.submission's --offline-dir."""
+"""Pentathlon's stdio protocol, the driver's side (arena_tf/serving/protocol.py): request lines byte
+for byte as Pentathlon writes them, noise skipped, answers counted, the sentinel, crashing and
+hanging submissions, the offline handshake, the side channel; serving.submission's --offline-dir."""
 
 import io
 import json
@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from serving import protocol
-from serving.bench import child_env
-from serving.protocol import ModelError, ModelProcess, batch_line, encode_line
+from arena_tf.serving import protocol
+from arena_tf.serving.bench import child_env
+from arena_tf.serving.protocol import ModelError, ModelProcess, batch_line, encode_line
 
 from .conftest import REFERENCE
 
@@ -126,7 +126,7 @@ class Constant:
 
 def serve_offline(data, output, offline_dir):
     """serving.submission's offline handshake in this process: its answer lines."""
-    from serving import submission
+    from arena_tf.serving import submission
 
     answers = io.StringIO()
     config = json.dumps(
@@ -173,7 +173,7 @@ def test_submission_offline_files_inside_its_offline_dir_are_read_and_written(of
     ],
 )
 def test_submission_offline_files_outside_it_are_refused(offline_dir, data, output, words):
-    from serving.confine import OutsideDirectory
+    from arena_tf.serving.confine import OutsideDirectory
 
     tmp = offline_dir.parent
     (offline_dir / "link.json").symlink_to(tmp / "outside.json")  # a way out through a link
@@ -224,7 +224,7 @@ def test_requests_the_protocol_does_not_send_are_told_in_one_line(
     offline_dir, online, offline, words
 ):
     from arena_tf import cli
-    from serving import submission
+    from arena_tf.serving import submission
 
     (offline_dir / "broken.json").write_text('{"input": "1"}\n{"input": \n')
     (offline_dir / "folder").mkdir()
@@ -243,7 +243,7 @@ def test_requests_the_protocol_does_not_send_are_told_in_one_line(
 
 def test_a_bug_is_still_an_internal_error_in_the_submissions_line():
     from arena_tf import cli
-    from serving import submission
+    from arena_tf.serving import submission
 
     line, _ = cli.outcome(ValueError("a bug"), failures=submission.TOLD_FAILURES)
     assert line.startswith("internal error: ValueError: a bug")

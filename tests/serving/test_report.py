@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from serving import plots, report
+from arena_tf.serving import plots, report
 
 ROWS = [
     {

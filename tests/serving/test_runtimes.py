@@ -6,8 +6,8 @@ import types
 import numpy as np
 import pytest
 
-from serving import artifacts, runtimes
-from serving.runtimes import Unsupported
+from arena_tf.serving import artifacts, runtimes
+from arena_tf.serving.runtimes import Unsupported
 
 from .conftest import MAX_LEN
 
@@ -116,7 +116,7 @@ def test_an_artifact_of_an_earlier_model_keras_is_not_served(tiny_run, tmp_path)
 
     import onnx
 
-    from export.metadata import source_digest
+    from arena_tf.export.metadata import source_digest
 
     run = tmp_path / "run"
     run.mkdir()

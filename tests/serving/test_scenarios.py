@@ -9,8 +9,8 @@ import random
 import numpy as np
 import pytest
 
-from serving import scenarios
-from serving.scenarios import ScenarioOptions
+from arena_tf.serving import scenarios
+from arena_tf.serving.scenarios import ScenarioOptions
 
 
 def schedule(name, pool_size, **options):

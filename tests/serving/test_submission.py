@@ -18,8 +18,8 @@ import yaml
 
 from arena_tf import data
 from arena_tf.analysis import rundir
-from serving import artifacts, runtimes
-from serving.submission import SIDE_PREFIX
+from arena_tf.serving import artifacts, runtimes
+from arena_tf.serving.submission import SIDE_PREFIX
 from tests.serving import pentathlon_driver as driver
 
 # One worker runs every test of tiny_run (--dist loadgroup), so it is built once.
@@ -162,7 +162,7 @@ class FixedLogits:
 
 def test_predict_answers_label_strings_in_order_and_an_empty_batch_with_nothing():
     import arena_tf.tasks as tasks
-    from serving.submission import Submission
+    from arena_tf.serving.submission import Submission
 
     submission = Submission(tasks.get("listops", max_len=8), FixedLogits())
     rows = [{"input": "( [MAX 2 9 ] )"}, {"input": "7"}, {"input": "[SM 1 ]", "target": "1"}]
@@ -172,7 +172,7 @@ def test_predict_answers_label_strings_in_order_and_an_empty_batch_with_nothing(
 
 
 def test_requests_must_be_lists_and_offline_limits_keep_the_first_rows(tmp_path):
-    from serving.submission import RequestError, parse_batch, read_rows
+    from arena_tf.serving.submission import RequestError, parse_batch, read_rows
 
     assert parse_batch(b'[{"input": "1"}]\n') == [{"input": "1"}]
     with pytest.raises(RequestError, match="a request is a JSON dict; expected a JSON list"):
@@ -191,7 +191,7 @@ def test_an_onnxruntime_or_openvino_submission_loads_neither_tensorflow_nor_kera
         pytest.importorskip("openvino")
     script = (
         "import json, sys\n"
-        "from serving.submission import Submission\n"
+        "from arena_tf.serving.submission import Submission\n"
         "submission = Submission.load(sys.argv[1], sys.argv[3])\n"
         "print(json.dumps(submission.predict(json.loads(sys.argv[2]))))\n"
         "print(json.dumps(sorted({'tensorflow', 'keras'} & set(sys.modules))))\n"

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from serving import artifacts, runtimes
-from serving.runtimes import Unsupported
+from arena_tf.serving import artifacts, runtimes
+from arena_tf.serving.runtimes import Unsupported
 
 from .conftest import MAX_LEN, ROOT
 from .test_bench import SMALL, run_bench
@@ -64,12 +64,13 @@ def test_the_xla_submission_loads_no_tensorflow_keras_or_model_code(tiny_run):
     """Its memory and start-up are XLA's own, as a deployment of the artifact has them."""
     script = (
         "import json, sys\n"
-        "from serving.submission import Submission\n"
+        "from arena_tf.serving.submission import Submission\n"
         "submission = Submission.load(sys.argv[1], 'xla')\n"
         "print(json.dumps(submission.predict([{'input': '( [MAX 2 9 ] )'}])))\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('tensorflow', 'keras', 'torch') or m.startswith(('arena_tf.layers', "
-        "'arena_tf.models', 'arena_tf.encoder', 'export.to_', 'export.parity')))))\n"
+        "'arena_tf.models', 'arena_tf.encoder', 'arena_tf.export.to_', "
+        "'arena_tf.export.parity')))))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(tiny_run)],

@@ -20,7 +20,7 @@ The raw graphs do not check ids (docs/guide/export.md): the runners do, through 
 
 import numpy as np
 
-from export.errors import ExportUsageError
+from arena_tf.export.errors import ExportUsageError
 
 SIGNATURE_NAME = "serving_default"  # int32 ids; the signature serving/ and tf2onnx use
 INT64_SIGNATURE_NAME = "serving_int64"  # the same function taking int64 ids (cast inside)
@@ -38,8 +38,8 @@ ONNX_ARTIFACTS = {"fp32": "model.onnx", "fp16": "model.fp16.onnx"}
 OPENVINO_ARTIFACTS = {"fp32": "openvino", "fp16": "openvino_fp16"}
 # StableHLO directories (model.stablehlo, weights.npz, arena_tf.json), run by XLA through JAX alone.
 STABLEHLO_ARTIFACTS = {"fp32": "stablehlo", "bf16": "stablehlo_bf16", "fp16": "stablehlo_fp16"}
-# The artifacts that are single files; every other one is a folder (export/publish.py checks the
-# place of each before writing it): a new file artifact joins this list.
+# The artifacts that are single files; every other one is a folder (arena_tf/export/publish.py
+# checks the place of each before writing it): a new file artifact joins this list.
 FILE_ARTIFACTS = tuple(ONNX_ARTIFACTS.values())
 ALL_ARTIFACTS = (
     *SAVED_MODEL_ARTIFACTS.values(),

@@ -19,9 +19,9 @@ import pathlib
 import time
 
 from arena_tf import cli, files
-from export.contract import ALL_ARTIFACTS, FILE_ARTIFACTS
-from export.errors import ParityError
-from export.parity import failure_line
+from arena_tf.export.contract import ALL_ARTIFACTS, FILE_ARTIFACTS
+from arena_tf.export.errors import ParityError
+from arena_tf.export.parity import failure_line
 
 
 def parity_path(artifact):

@@ -17,8 +17,8 @@ import keras
 import arena_tf.tasks as tasks
 from arena_tf.config import ConfigError, ModelConfig, TaskConfig, read_run_config
 from arena_tf.encoder import Encoder  # importing it registers the layers load_model needs
+from arena_tf.export.errors import ExportUsageError, one_line
 from arena_tf.run_pair import check_pair
-from export.errors import ExportUsageError, one_line
 
 MODEL_FILE = "model.keras"
 CONFIG_FILE = "config.yaml"

@@ -16,10 +16,16 @@ import pathlib
 
 import numpy as np
 
-from export import openvino_model, stablehlo_model
-from export.contract import OUTPUT_NAME, SIGNATURE_NAME, check_tokens, input_names, model_inputs
-from export.errors import ExportError, one_line
-from export.metadata import artifact_kind, read_metadata
+from arena_tf.export import openvino_model, stablehlo_model
+from arena_tf.export.contract import (
+    OUTPUT_NAME,
+    SIGNATURE_NAME,
+    check_tokens,
+    input_names,
+    model_inputs,
+)
+from arena_tf.export.errors import ExportError, one_line
+from arena_tf.export.metadata import artifact_kind, read_metadata
 
 # Rows per parity batch: at most 32, fewer for long inputs so quadratic attention stays within
 # memory (16K tokens per input per batch: 4 rows at 4000 tokens, 1 at 16K).
@@ -99,14 +105,14 @@ def onnx_predictor(session, model):
 
 def openvino_predictor(compiled, model):
     """Batch of input arrays -> logits, through a compiled OpenVINO model
-    (export/openvino_model.py), the ids checked against `model` (a ModelConfig or the artifact's
-    metadata) first."""
+    (arena_tf/export/openvino_model.py), the ids checked against `model` (a ModelConfig or the
+    artifact's metadata) first."""
     return lambda arrays: compiled.predict(check_tokens(arrays, model), names(model))
 
 
 def stablehlo_predictor(compiled, model):
     """Batch of input arrays -> logits, through a loaded StableHLO artifact
-    (export/stablehlo_model.py), the ids checked against `model` (a ModelConfig or the
+    (arena_tf/export/stablehlo_model.py), the ids checked against `model` (a ModelConfig or the
     artifact's metadata) first."""
     return lambda arrays: compiled.predict(check_tokens(arrays, model))
 

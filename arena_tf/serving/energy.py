@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import pathlib
 
-from serving import gpu
+from arena_tf.serving import gpu
 
 RAPL_ROOT = pathlib.Path("/sys/class/powercap")
 

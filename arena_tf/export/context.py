@@ -7,9 +7,9 @@ reference logits and the pass marks, prepared once.
 
 import dataclasses
 
-from export.examples import DEFAULT_COUNT, Examples, load_examples
-from export.parity import Reference, Thresholds
-from export.source import Source, load_source
+from arena_tf.export.examples import DEFAULT_COUNT, Examples, load_examples
+from arena_tf.export.parity import Reference, Thresholds
+from arena_tf.export.source import Source, load_source
 
 
 @dataclasses.dataclass

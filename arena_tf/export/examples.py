@@ -17,8 +17,8 @@ from typing import Optional
 import numpy as np
 
 import arena_tf.tasks as tasks
+from arena_tf.export.errors import one_line
 from arena_tf.tasks import sources
-from export.errors import one_line
 
 DEFAULT_COUNT = 256
 

@@ -17,15 +17,15 @@ import pathlib
 import numpy as np
 
 from arena_tf import cli
-from export import metadata as export_metadata
-from export.contract import (
+from arena_tf.export import metadata as export_metadata
+from arena_tf.export.contract import (
     ONNX_ARTIFACTS,
     OPENVINO_ARTIFACTS,
     SAVED_MODEL_ARTIFACTS,
     STABLEHLO_ARTIFACTS,
 )
-from serving import artifacts
-from serving.registry import Registry
+from arena_tf.serving import artifacts
+from arena_tf.serving.registry import Registry
 
 PRECISIONS = ("fp32", "fp16", "bf16")  # the names of cli.PRECISIONS
 DEVICES = ("cpu", "gpu")
@@ -214,16 +214,16 @@ class OnnxRuntime(Runtime):
 @register("openvino")
 class OpenVinoRuntime(Runtime):
     """An OpenVINO IR on OpenVINO's CPU plugin, computing in the precision asked for
-    (INFERENCE_PRECISION_HINT, read back after compiling: export/openvino_model.py). fp32 reads
-    openvino/, fp16 the float16-weight IR openvino_fp16/ and computes in float16 where OpenVINO
-    does so on this CPU; elsewhere fp16 is unsupported, never run in another precision."""
+    (INFERENCE_PRECISION_HINT, read back after compiling: arena_tf/export/openvino_model.py). fp32
+    reads openvino/, fp16 the float16-weight IR openvino_fp16/ and computes in float16 where
+    OpenVINO does so on this CPU; elsewhere fp16 is unsupported, never run in another precision."""
 
     artifacts = OPENVINO_ARTIFACTS
     devices = ("cpu",)
     exporter = "export/to_openvino.py"
 
     def _load(self):
-        from export import openvino_model  # OpenVINO: an optional extra, heavy to import
+        from arena_tf.export import openvino_model  # OpenVINO: an optional extra, heavy to import
 
         try:
             self.compiled = openvino_model.compile_ir(self.path, self.precision)
@@ -240,14 +240,14 @@ class OpenVinoRuntime(Runtime):
 class XlaRuntime(Runtime):
     """A StableHLO artifact (export/to_stablehlo.py) compiled by XLA through JAX alone (no Keras,
     TensorFlow or model code), on the CPU or a GPU, in the precision its module computes in
-    (checked when loading: export/stablehlo_model.py); batches are padded to powers of two, whose
-    executables are compiled when loading."""
+    (checked when loading: arena_tf/export/stablehlo_model.py); batches are padded to powers of two,
+    whose executables are compiled when loading."""
 
     artifacts = STABLEHLO_ARTIFACTS
     exporter = "export/to_stablehlo.py"
 
     def _load(self):
-        from export import stablehlo_model  # JAX: an optional extra, heavy to import
+        from arena_tf.export import stablehlo_model  # JAX: an optional extra, heavy to import
 
         try:
             self.compiled = stablehlo_model.load(self.path, self.precision, self.device)

@@ -5,7 +5,8 @@
     ExportUsageError   the user's input is wrong (path, file, precision, opset, token ids): exit 2
     ParityError        an FP32 artifact disagrees with Keras beyond its threshold: exit 1
 
-Every one is an `ExportError`, so `except ExportError` (serving/artifacts.py) catches them all.
+Every one is an `ExportError`, so `except ExportError` (arena_tf/serving/artifacts.py) catches them
+all.
 """
 
 from arena_tf import cli

@@ -15,9 +15,9 @@ import pathlib
 import queue
 import threading
 
-from serving import clock as clocks
-from serving import metrics, outputs
-from serving.runner import Window, send, warm_up
+from arena_tf.serving import clock as clocks
+from arena_tf.serving import metrics, outputs
+from arena_tf.serving.runner import Window, send, warm_up
 
 SCENARIOS = {
     "loadgen_single_stream": "SingleStream",
@@ -52,10 +52,10 @@ def require():
 class Batcher(threading.Thread):
     """Takes LoadGen samples from a queue, sends them in batches of at most `max_batch` (waiting at
     most `max_wait` s on `clock` for a batch to fill) and completes them. Answers are checked
-    against the task's label strings (serving/outputs.py). A model failure or invalid answer is kept
-    in `error` and later samples are completed unanswered, so LoadGen never waits forever. (LoadGen
-    issues queries on the real clock; the wait for more samples blocks on the queue for what the
-    clock says is left.)"""
+    against the task's label strings (arena_tf/serving/outputs.py). A model failure or invalid
+    answer is kept in `error` and later samples are completed unanswered, so LoadGen never waits
+    forever. (LoadGen issues queries on the real clock; the wait for more samples blocks on the
+    queue for what the clock says is left.)"""
 
     def __init__(self, lg, process, pool, max_batch, max_wait, timeout, clock=clocks.SYSTEM):
         super().__init__(daemon=True)

@@ -6,10 +6,11 @@ starts after its answer. The offline scenario has no warm-up: it times the submi
 peak GPU memory of the model process) covers only the timed part. Request lines are joined from
 rows encoded before timing, and outputs are checked after it, so the bench adds as little as it can
 to what it measures. Outputs that are not strings of the task's label set raise `InvalidOutputs`
-(serving/outputs.py): the row is invalid, not a timed success.
+(arena_tf/serving/outputs.py): the row is invalid, not a timed success.
 
-Every wait and every duration reads `settings.clock` (serving/clock.py; the real clock unless a
-test gives another), so the scheduling of the server scenario can be checked on simulated time.
+Every wait and every duration reads `settings.clock` (arena_tf/serving/clock.py; the real clock
+unless a test gives another), so the scheduling of the server scenario can be checked on simulated
+time.
 
     result = run_scenario(process, pool, scenario, schedule, settings)   # a dict of row fields
 """
@@ -24,10 +25,10 @@ import tempfile
 
 import numpy as np
 
-from serving import clock as clocks
-from serving import early_stopping, energy, gpu, metrics
-from serving import outputs as checks
-from serving.protocol import OFFLINE_LINES, ModelError, batch_line
+from arena_tf.serving import clock as clocks
+from arena_tf.serving import early_stopping, energy, gpu, metrics
+from arena_tf.serving import outputs as checks
+from arena_tf.serving.protocol import OFFLINE_LINES, ModelError, batch_line
 
 
 @dataclasses.dataclass
@@ -353,7 +354,7 @@ def search_rate(trial, start_rate, attempts):
 
 def run_server(process, pool, scenario, schedule, settings, label=""):
     """Server: the highest Poisson arrival rate whose p99 latency stays within the bound, and
-    provably so by LoadGen's early-stopping rule (serving/early_stopping.py)."""
+    provably so by LoadGen's early-stopping rule (arena_tf/serving/early_stopping.py)."""
     options = scenario.options
     max_batch, max_wait = options.server_max_batch, options.server_max_wait_ms / 1e3
     bound = options.server_p99_ms / 1e3

@@ -1,13 +1,13 @@
 """A StableHLO artifact (export/to_stablehlo.py) loaded and compiled by XLA through JAX alone, and
 proof that it computes in the precision it names. Imports no Keras, no TensorFlow and no model
-code of arena_tf: the serving runtime `xla` (serving/runtimes.py) uses it too.
+code of arena_tf: the serving runtime `xla` (arena_tf/serving/runtimes.py) uses it too.
 
 An artifact is a directory:
 
     model.stablehlo   jax.export's serialization of the inference function `f(weights, *tokens)`:
                       StableHLO, symbolic batch (and length) dimensions, lowered for CPU and CUDA
     weights.npz       the weights, float32, in the order of `weights` (arr_0, arr_1, ...)
-    arena_tf.json     the metadata (export/metadata.py), its `stablehlo` section included
+    arena_tf.json     the metadata (arena_tf/export/metadata.py), its `stablehlo` section included
 
     compiled = load("runs/x/stablehlo", "fp32", "cpu")   # Unavailable when it cannot run so
     logits = compiled.predict((tokens,))                   # float32 [batch, classes]
@@ -33,7 +33,7 @@ import numpy as np
 
 MODEL_FILE = "model.stablehlo"
 WEIGHTS_FILE = "weights.npz"
-METADATA_FILE = "arena_tf.json"  # export/metadata.py reads and writes it
+METADATA_FILE = "arena_tf.json"  # arena_tf/export/metadata.py reads and writes it
 # jax.export platform names of the devices `load` takes.
 PLATFORMS = {"cpu": "cpu", "gpu": "cuda"}
 WARM_BATCH = 256

@@ -1,4 +1,4 @@
-"""The serving signatures every SavedModel has (the contract is in export/contract.py).
+"""The serving signatures every SavedModel has (the contract is in arena_tf/export/contract.py).
 
 `serving_default`: int32 `tokens` [batch, length] (`tokens_1`, `tokens_2` for two towers) ->
 float32 `logits` [batch, num_classes]; `serving_int64`: the same with int64 ids. Both cast the ids
@@ -8,7 +8,7 @@ inside (`to_model_length`); batch is dynamic. tf2onnx converts `serving_default`
 
 import tensorflow as tf
 
-from export.contract import (  # noqa: F401 (re-exported: the names every exporter uses)
+from arena_tf.export.contract import (  # noqa: F401 (re-exported: the names every exporter uses)
     BATCH_AXIS_NAME,
     INT64_SIGNATURE_NAME,
     LENGTH_AXIS_NAME,

@@ -15,11 +15,11 @@ import logging
 import sys
 
 from arena_tf import cli
-from export.context import prepare
-from export.errors import ExportError, ParityError
-from export.examples import DEFAULT_COUNT
-from export.parity import summary
-from export.publish import refusal_line
+from arena_tf.export.context import prepare
+from arena_tf.export.errors import ExportError, ParityError
+from arena_tf.export.examples import DEFAULT_COUNT
+from arena_tf.export.parity import summary
+from arena_tf.export.publish import refusal_line
 
 
 def export_path(path, precisions, check, export_models, count=None, thresholds=None, **options):

@@ -37,8 +37,8 @@ import dataclasses
 import numpy as np
 
 from arena_tf.benchmark import machine
-from export.precision import model_in_precision
-from export.runners import keras_predictor, run_batched
+from arena_tf.export.precision import model_in_precision
+from arena_tf.export.runners import keras_predictor, run_batched
 
 REFERENCE = "keras_fp32"
 
@@ -181,8 +181,8 @@ CHECKS = {
 
 
 def contract_checks(predict, arrays, config, limit, predict_int64=None, rows=8):
-    """Checks that an artifact keeps the input contract (export/contract.py) on the first `rows`
-    examples: int64 ids give the int32 logits (`predict_int64`, SavedModels), and where the
+    """Checks that an artifact keeps the input contract (arena_tf/export/contract.py) on the first
+    `rows` examples: int64 ids give the int32 logits (`predict_int64`, SavedModels), and where the
     length is dynamic, an input cut to half of max_len gives the logits of that input padded to
     max_len with the padding id. `predict`: a batch of arrays -> logits, as the runners make."""
     sample = [np.asarray(a[:rows]) for a in arrays]

@@ -15,14 +15,14 @@ import pathlib
 
 import onnx
 
-from export.contract import (
+from arena_tf.export.contract import (
     INT64_SIGNATURE_NAME,
     OUTPUT_NAME,
     SIGNATURE_NAME,
     input_names,
     sequence_length,
 )
-from export.errors import ExportUsageError, one_line
+from arena_tf.export.errors import ExportUsageError, one_line
 
 KEY = "arena_tf"
 # 2: int32 and int64 signatures, lengths up to max_len padded inside, sequence_length, input_dtypes.

@@ -13,9 +13,9 @@ import dataclasses
 import pathlib
 
 from arena_tf.config import read_run_config
-from export import metadata as export_metadata
-from export.contract import ALL_ARTIFACTS
-from export.errors import ExportError
+from arena_tf.export import metadata as export_metadata
+from arena_tf.export.contract import ALL_ARTIFACTS
+from arena_tf.export.errors import ExportError
 
 ARTIFACT_NAMES = ALL_ARTIFACTS
 

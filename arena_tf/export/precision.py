@@ -11,8 +11,8 @@ import contextlib
 
 import keras
 
+from arena_tf.export.errors import ExportUsageError
 from arena_tf.models import build_classifier
-from export.errors import ExportUsageError
 
 POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 

@@ -35,7 +35,7 @@ import random
 
 import numpy as np
 
-from serving.registry import Registry
+from arena_tf.serving.registry import Registry
 
 SHUFFLE_SEED = 42  # random.Random(42): the order of every scenario's instances
 SAMPLE_SEED = 0  # random.Random(0).sample: which instances

@@ -30,6 +30,8 @@ import select
 import sys
 import tempfile
 
+from arena_tf import precision as precisions
+
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 EXIT_BROKEN_PIPE = 141  # the shells' status of a writer whose reader left (128 + SIGPIPE)
@@ -465,30 +467,18 @@ class Items(argparse.Action):
         return value
 
 
-# The one precision vocabulary: the short names, and Keras's dtype policies as synonyms.
-PRECISIONS = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-PRECISION_SYNONYMS = {
-    **{name: name for name in PRECISIONS},
-    **{policy: name for name, policy in PRECISIONS.items()},
-    "bfloat16": "bf16",
-    "float16": "fp16",
-}
-
-
 def precision(text):
-    """argparse type: a precision by its short name (fp32, bf16, fp16) or Keras's policy name
-    (float32, mixed_bfloat16, mixed_float16) -> the short name."""
+    """argparse type: a precision in any spelling of arena_tf.precision (fp32, fp16, bf16, or
+    Keras's policy names) -> the short name."""
     try:
-        return PRECISION_SYNONYMS[text.strip().lower()]
-    except KeyError:
-        raise argparse.ArgumentTypeError(
-            f"unknown precision {text!r} (known: {', '.join(PRECISION_SYNONYMS)})"
-        ) from None
+        return precisions.short_name(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def keras_precision(text):
-    """argparse type: a precision in either vocabulary -> Keras's dtype policy name."""
-    return PRECISIONS[precision(text)]
+    """argparse type: a precision in any spelling -> Keras's dtype policy name."""
+    return precisions.POLICIES[precision(text)]
 
 
 def prepare_process():

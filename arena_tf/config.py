@@ -18,6 +18,7 @@ from typing import Optional
 
 import yaml
 
+from arena_tf import precision as precisions
 from arena_tf.cli import UsageError
 from arena_tf.settings import check_model_relations, check_ranges
 
@@ -145,9 +146,8 @@ def check_types(config):
 
 
 SCHEDULES = ("rsqrt", "cosine", "constant")
-# "auto": mixed_bfloat16 where a GPU is detected, else float32
-# (arena_tf/training/auto_precision.py).
-PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+# Keras's policy names, or "auto" (arena_tf/precision.py)
+PRECISIONS = (precisions.AUTO, *precisions.POLICIES.values())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -174,3 +174,19 @@ def test_export_takes_precisions_in_either_vocabulary_as_a_list():
 def test_an_unknown_precision_is_refused_by_the_parser():
     with pytest.raises(argparse.ArgumentTypeError, match="unknown precision 'int8'"):
         cli.precision("int8")
+
+
+def test_training_export_benchmarks_and_serving_name_precisions_from_the_one_vocabulary():
+    from arena_tf import config, precision
+    from arena_tf.benchmark import gpu
+    from arena_tf.export import precision as export_precision
+    from arena_tf.serving import runtimes
+
+    assert config.PRECISIONS == ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+    assert export_precision.POLICIES is precision.POLICIES
+    assert runtimes.PRECISIONS == ("fp32", "fp16", "bf16")
+    assert gpu.PRECISIONS == {"bf16": "mixed_bfloat16", "fp32": "float32"}
+    assert [precision.short_name(name) for name in ("mixed_float16", "BFloat16 ")] == [
+        "fp16",
+        "bf16",
+    ]

@@ -37,9 +37,10 @@ from arena_tf import files
 from arena_tf.benchmark import costs, gpu_report, layer_sweep, lra_table2, machine, memory, paper
 from arena_tf.cli import RunError, UsageError
 from arena_tf.config import ModelConfig, load_experiment
+from arena_tf.precision import POLICIES
 from arena_tf.tasks.listops import ListOps
 
-PRECISIONS = {"bf16": "mixed_bfloat16", "fp32": "float32"}
+PRECISIONS = {name: POLICIES[name] for name in ("bf16", "fp32")}  # bf16 first: the targets' own
 LISTOPS_MECHANISMS = gpu_report.LISTOPS_MECHANISMS
 FUSED_PEER = gpu_report.FUSED
 PARTS = ("layers", "table2", "listops")

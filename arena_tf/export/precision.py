@@ -13,8 +13,7 @@ import keras
 
 from arena_tf.export.errors import ExportUsageError
 from arena_tf.models import build_classifier
-
-POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+from arena_tf.precision import POLICIES
 
 
 @contextlib.contextmanager

@@ -48,6 +48,7 @@ import subprocess
 import sys
 
 from arena_tf import cli, tasks
+from arena_tf import precision as precisions
 from arena_tf.host import cpu_model
 from arena_tf.serving import (
     artifacts,
@@ -525,7 +526,7 @@ def all_targets(args):
         )
     runtime_names = names(args.runtime, runtimes.available(), "--runtime")
     precisions = names(
-        [cli.PRECISION_SYNONYMS.get(p, p) for p in args.precision],
+        [precisions.SYNONYMS.get(p, p) for p in args.precision],
         runtimes.PRECISIONS,
         "--precision",
     )

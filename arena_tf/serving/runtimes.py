@@ -17,6 +17,7 @@ import pathlib
 import numpy as np
 
 from arena_tf import cli
+from arena_tf import precision as precisions
 from arena_tf.export import metadata as export_metadata
 from arena_tf.export.contract import (
     ONNX_ARTIFACTS,
@@ -27,7 +28,7 @@ from arena_tf.export.contract import (
 from arena_tf.serving import artifacts
 from arena_tf.serving.registry import Registry
 
-PRECISIONS = ("fp32", "fp16", "bf16")  # the names of cli.PRECISIONS
+PRECISIONS = precisions.NAMES
 DEVICES = ("cpu", "gpu")
 
 RUNTIMES = Registry("runtime", sort=True)

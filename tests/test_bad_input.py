@@ -718,7 +718,7 @@ CASES = {
         lambda tmp: ["arena_tf.preset_timing", "measure", "--tasks", "nope", "--out", str(tmp)],
         "unknown task 'nope' in --tasks",
     ),
-    # Round two (issue 46): settings, memory, the error boundary, shared outputs, data on entry.
+    # Settings, memory, the error boundary, shared outputs, data on entry.
     "train-unknown-task-parameter": Case(
         "`--set task.params.bogus=1`, a parameter the task does not take (was: an internal error)",
         lambda tmp: train(tmp, "--set", "task.params.bogus=1"),

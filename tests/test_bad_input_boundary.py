@@ -1,7 +1,7 @@
-"""The faults of round two (issue 46) that are not one bad command line: what reaches a command's
-error boundary (arena_tf/cli.py run_main) from inside it, Ctrl-C, a reader that leaves, the
-submission's two streams, shared outputs (the bench's --out, results.json), and the memory guard's
-and the image check's answers. Each is listed in docs/guide/bad-input.md's faults."""
+"""The faults that are not one bad command line: what reaches a command's error boundary
+(arena_tf/cli.py run_main) from inside it, Ctrl-C, a reader that leaves, the submission's two
+streams, shared outputs (the bench's --out, results.json), and the memory guard's and the image
+check's answers. Each is listed in docs/guide/bad-input.md's faults."""
 
 import json
 import os

@@ -1,12 +1,12 @@
 """The numbers the reproduction prose quotes are recorded: every accuracy with a decimal point in
-the README, the reproduction and analysis guides and archive/README.md is a value of results.json
-(a row's test, best validation or final training accuracy, or a point of its validation curve), a
-suite's target or paper number, or a line of distance-baselines.txt; every "X% test" is a row's
-(or a re-run's) test accuracy; every "X% at step N" is a point (N, X) of some row's validation
-curve; every "N min" of training is some row's training time. Where a mechanism's name comes
-before such a quote in its paragraph (or bullet, or table row, or a bullet it is nested under),
-the nearest one names the row, in any case: "local 63.3% test" (or "Local attention: 63.3% test")
-must be local's number."""
+the README, the reproduction and analysis guides and archive/README.md is a value of results.json (a
+row's test, best validation or final training accuracy, its test split's majority class share, or a
+point of its validation curve), a suite's target or paper number, or a line of
+distance-baselines.txt; every "X% test" is a row's (or a re-run's) test accuracy; every "X% at step
+N" is a point (N, X) of some row's validation curve; every "N min" of training is some row's
+training time. Where a mechanism's name comes before such a quote in its paragraph (or bullet, or
+table row, or a bullet it is nested under), the nearest one names the row, in any case: "local 63.3%
+test" (or "Local attention: 63.3% test") must be local's number."""
 
 import json
 import pathlib
@@ -64,7 +64,7 @@ def recorded(rows, suite_files, baselines_text):
         for entry in (row, *row.get("reruns", ())):
             if entry.get("test_accuracy") is not None:
                 holds(tests, percents(entry["test_accuracy"]), mechanism)
-            for key in ("test_accuracy", "best_val_accuracy", "final_train_accuracy"):
+            for key in ("test_accuracy", "best_val_accuracy", "final_train_accuracy", "chance"):
                 if entry.get(key) is not None:
                     values |= percents(entry[key])
             for step, accuracy in entry.get("validation_curve", []):

@@ -1,5 +1,5 @@
 """The GPU tables (docs/results/efficiency/gpu.md) from the JSON of `python -m arena_tf.benchmark
-gpu`, and the issue's targets held against them. A row the JSON lacks, or one it marks "not
+gpu`, and the GPU targets held against them. A row the JSON lacks, or one it marks "not
 measured" or failed, reads "not measured" (with its reason in the JSON), never an estimate; a
 target without its rows "waits for a GPU run".
 """
@@ -198,7 +198,7 @@ def verdict(value, met):
 
 
 def targets(results):
-    """The issue's targets, each met, missed (with the value) or waiting for a GPU run."""
+    """The GPU targets, each met, missed (with the value) or waiting for a GPU run."""
     lines = []
     for length, batch in ((4096, 4), (16384, 1), (65536, 1)):
         ratio = speedup(results, "full", length, batch)
@@ -284,7 +284,7 @@ def render(results):
                 table2_table(results),
                 "## ListOps at the paper's configuration (6 layers of 512, batch 32, 2,000 tokens)",
                 listops_table(results),
-                "## Targets (issue 42)",
+                "## Targets",
                 targets(results),
             ]
         )

@@ -1,5 +1,5 @@
 """Each of our mechanisms and its peer side by side: both built in one process and timed in
-interleaved rounds, so that the speed-up comes with its spread (issue 20).
+interleaved rounds, so that the speed-up comes with its spread.
 
     python -m arena_tf.benchmark pairs [--pairs performer:kernel_exp ...] [--length 4096]
         [--batches 1 4] [--masks none padded] [--rounds 7] [--calls 3] [--runs 2]

@@ -1,5 +1,6 @@
 """Training steps/s in float32 against mixed_bfloat16 at the reproduction suites' shapes, on this
-CPU (issue 45: whether the cpu preset should train in bfloat16 where the CPU has it).
+CPU: the measurement behind `train.precision: auto` choosing float32 on a CPU, also on one that
+computes bfloat16 natively (arena_tf/training/auto_precision.py, configs/presets/cpu.yaml).
 
     python -m arena_tf.benchmark precision [--shapes cpu-listops cpu-pathfinder]
         [--mechanisms linformer full] [--rounds 4] [--steps 3]

@@ -209,8 +209,8 @@ def slot_blocks(blocks, last, random):
     Only the random slots are gathered: the window (previous, own, next block) is three shifted
     slices of the blocks (zeros beyond the ends, where the slot does not count), the first global
     block is block 0 broadcast, the last one block `last` of each example. A gather's gradient is
-    a scatter-add, which on a GPU serialises on atomic adds; a slice's is a pad. (Issue 42: bigbird
-    took 2.6x the fused kernel's time at 16K on an H200 with all 5 + r slots gathered.)
+    a scatter-add, which on a GPU serialises on atomic adds; a slice's is a pad. (With all 5 + r
+    slots gathered, bigbird took 2.6x the fused kernel's time at 16K on an H200.)
     """
     shape = ops.shape(blocks)
     count, rank = shape[2], len(blocks.shape)

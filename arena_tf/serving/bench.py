@@ -48,8 +48,8 @@ import subprocess
 import sys
 
 from arena_tf import cli, tasks
-from arena_tf import precision as precisions
 from arena_tf.host import cpu_model
+from arena_tf.precision import SYNONYMS as PRECISION_SYNONYMS
 from arena_tf.serving import (
     artifacts,
     gpu,
@@ -526,7 +526,7 @@ def all_targets(args):
         )
     runtime_names = names(args.runtime, runtimes.available(), "--runtime")
     precisions = names(
-        [precisions.SYNONYMS.get(p, p) for p in args.precision],
+        [PRECISION_SYNONYMS.get(p, p) for p in args.precision],
         runtimes.PRECISIONS,
         "--precision",
     )
